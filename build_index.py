@@ -1,0 +1,445 @@
+#!/usr/bin/env python3
+"""Step 1 of the post: read the wiki, cut it into chunks, embed them, store them in SQLite.
+
+    python3 build_index.py                 # wiki/ -> knowledge.db, only what changed
+    python3 build_index.py --rebuild       # from scratch (e.g. after changing the model)
+
+Steps, in the order of the post:
+  1. read     wiki/**/*.md and *.txt, sorted; front matter stripped
+  2. chunk    at paragraph boundaries up to MAX_CHARS, each chunk under its heading path
+  3. embed    llama-embedding, many chunks per process (rag/embedder.py)
+  4. store    docs + vectors + search text in knowledge.db (rag/store.py), one transaction per page
+
+Incremental: a page whose bytes did not change is skipped; a chunk whose text (heading path +
+content) is already in the index reuses its vector, so a renamed page needs no new embeddings.
+A page's old chunks are replaced only after all of its new vectors exist, in one transaction, so
+a crash leaves every page entirely old or entirely new; the next run finishes the job.
+
+Does not handle: other formats than Markdown and plain text, several writers at once.
+"""
+import argparse
+import hashlib
+import json
+import os
+import re
+import sqlite3
+import sys
+import time
+import unicodedata
+from pathlib import Path
+
+from rag import config, embedder, german, safety, store
+
+MAX_CHARS = 1200  # longest chunk in characters (as in the post)
+BATCH = 16  # chunks per llama-embedding process
+MAX_FILE_BYTES = 5 * 1024 * 1024  # larger files are skipped with a warning
+SUFFIXES = (".md", ".txt")  # what counts as a wiki page
+HEADING_SEP = " › "  # between the parts of a heading path
+
+
+def warn(message):
+    print(f"Warnung: {message}", file=sys.stderr, flush=True)
+
+
+# -- 1. read ---------------------------------------------------------------------------------------
+def find_pages(wiki):
+    """All wiki pages below `wiki`, sorted by their relative path; follows symlinks, not loops.
+
+    Example: wiki/a.md, wiki/mail/b.md -> ["a.md", "mail/b.md"]
+    """
+    pages, seen_dirs = [], set()
+    for root, dirs, files in os.walk(wiki, followlinks=True):
+        real = os.path.realpath(root)
+        if real in seen_dirs:
+            warn(f"Symlink-Schleife bei {os.path.relpath(root, wiki)} übersprungen")
+            dirs[:] = []
+            continue
+        seen_dirs.add(real)
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        for name in files:
+            if name.endswith(SUFFIXES) and not name.startswith("."):
+                pages.append(Path(os.path.relpath(os.path.join(root, name), wiki)).as_posix())
+    return sorted(pages)
+
+
+def read_page(path, rel):
+    """The text of a page, or None (with a warning) if it cannot be used."""
+    try:
+        if os.path.getsize(path) > MAX_FILE_BYTES:
+            warn(f"{rel}: größer als {MAX_FILE_BYTES // 2**20} MB – übersprungen")
+            return None, None
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError as exc:
+        warn(f"{rel}: nicht lesbar ({exc.strerror}) – übersprungen; Rechte prüfen")
+        return None, None
+    if b"\x00" in data[:8192]:
+        warn(f"{rel}: Binärdaten, keine Textdatei – übersprungen")
+        return None, None
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        text = data.decode("utf-8", errors="replace")
+        warn(f"{rel}: kein gültiges UTF-8 – mit Ersatzzeichen (�) gelesen; Datei als UTF-8 speichern")
+    text = unicodedata.normalize("NFC", text.replace("\r\n", "\n").replace("\r", "\n"))
+    return text, hashlib.sha256(data).hexdigest()
+
+
+FRONT_MATTER = re.compile(r"\A---[ \t]*\n(.*?\n)?(?:---|\.\.\.)[ \t]*(?:\n|\Z)", re.S)
+
+
+def strip_front_matter(text):
+    """Remove YAML front matter; return (body, title or None).
+
+    Example: strip_front_matter("---\\ntitle: VPN\\n---\\nText") -> ("Text", "VPN")
+    """
+    match = FRONT_MATTER.match(text)
+    if not match:
+        return text, None
+    title = re.search(r"^title:\s*['\"]?(.*?)['\"]?\s*$", match.group(1) or "", re.M)
+    return text[match.end():], (title.group(1) if title and title.group(1) else None)
+
+
+# -- 2. chunk --------------------------------------------------------------------------------------
+HEADING = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$")
+FENCE = re.compile(r"^\s*(```|~~~)")
+SENTENCE_END = re.compile(r"(?<=[.!?:;])\s+")
+
+
+def blocks(body, title=None):
+    """Paragraphs with their heading path; headings and fenced code handled.
+
+    Example: "# Mail\\n\\nText A\\n\\n## Quota\\nText B" -> [(["Mail"], "Text A"), (["Mail", "Quota"], "Text B")]
+    """
+    path = [title] if title else []
+    levels = [0] if title else []
+    out, lines, in_fence = [], [], False
+
+    def flush():
+        text = "\n".join(lines).strip()
+        if text:
+            out.append((list(path), text))
+        lines.clear()
+
+    for line in body.split("\n"):
+        if FENCE.match(line):
+            in_fence = not in_fence
+            lines.append(line)
+            continue
+        heading = None if in_fence else HEADING.match(line)
+        if heading:
+            flush()
+            level = len(heading.group(1))
+            while levels and levels[-1] >= level:
+                levels.pop()
+                path.pop()
+            if level == 1 and title and path == [title]:  # H1 repeats the front-matter title
+                levels.pop()
+                path.pop()
+            path.append(heading.group(2).strip())
+            levels.append(level)
+        elif not line.strip() and not in_fence:
+            flush()
+        else:
+            lines.append(line)
+    flush()
+    return out
+
+
+def split_long(text, limit=MAX_CHARS):
+    """Split a too-long paragraph at sentence ends, then at spaces, then hard.
+
+    Example: split_long("Satz eins. Satz zwei.", 12) -> ["Satz eins.", "Satz zwei."]
+    """
+    if len(text) <= limit:
+        return [text]
+    pieces, current = [], ""
+    for sentence in SENTENCE_END.split(text):
+        while len(sentence) > limit:  # one sentence longer than a chunk: cut at a space
+            cut = sentence.rfind(" ", 0, limit)
+            cut = cut if cut > limit // 2 else limit
+            if current:
+                pieces.append(current)
+                current = ""
+            pieces.append(sentence[:cut].rstrip())
+            sentence = sentence[cut:].lstrip()
+        if current and len(current) + 1 + len(sentence) > limit:
+            pieces.append(current)
+            current = sentence
+        else:
+            current = f"{current} {sentence}" if current else sentence
+    if current:
+        pieces.append(current)
+    return pieces
+
+
+def chunk_page(text, max_chars=MAX_CHARS):
+    """Chunks of one page: [(heading_path_text, content)], paragraphs joined up to max_chars.
+
+    A new heading always starts a new chunk, so every chunk has exactly one heading path.
+    """
+    body, title = strip_front_matter(text)
+    chunks = []
+    for path, paragraph in blocks(body, title):
+        heading = HEADING_SEP.join(path)
+        for piece in split_long(paragraph, max_chars):
+            if chunks and chunks[-1][0] == heading and len(chunks[-1][1]) + 2 + len(piece) <= max_chars:
+                chunks[-1] = (heading, chunks[-1][1] + "\n\n" + piece)
+            else:
+                chunks.append((heading, piece))
+    return chunks
+
+
+def embedded_text(heading, content):
+    """What the model sees for a chunk: the heading path, a blank line, the content."""
+    return f"{heading}\n\n{content}" if heading else content
+
+
+def text_hash(text):
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+# -- 3. embed --------------------------------------------------------------------------------------
+class Progress:
+    """One self-overwriting line on stderr: pages, chunks, chunks/s, ETA. Silent when not a TTY."""
+
+    def __init__(self, total_pages, enabled):
+        self.total_pages, self.enabled = total_pages, enabled and sys.stderr.isatty()
+        self.start = time.monotonic()
+
+    def show(self, pages_done, chunks_done, chunks_total):
+        if not self.enabled:
+            return
+        elapsed = time.monotonic() - self.start
+        rate = chunks_done / elapsed if elapsed > 0 else 0.0
+        eta = (chunks_total - chunks_done) / rate if rate > 0 else 0.0
+        print(f"\r{pages_done}/{self.total_pages} Seiten · {chunks_done}/{chunks_total} Chunks · "
+              f"{rate:.1f} Chunks/s · noch {eta:.0f} s   ", end="", file=sys.stderr, flush=True)
+
+    def done(self):
+        if self.enabled:
+            print(file=sys.stderr)
+
+
+def embed_all(texts, args):
+    """Vectors for `texts`, in order, BATCH texts per llama-embedding process; yields per batch."""
+    for start in range(0, len(texts), args.batch):
+        batch = texts[start:start + args.batch]
+        yield start, embedder.embed_texts(batch, args.embedding_bin, args.model,
+                                          threads=args.threads, timeout=args.timeout)
+
+
+# -- 4. store --------------------------------------------------------------------------------------
+def model_identity(model):
+    """What the index remembers about the embedding model: file name and size."""
+    return os.path.basename(model), str(os.path.getsize(model))
+
+
+def check_model(conn, args, db_path):
+    meta = store.read_meta(conn)
+    name, size = model_identity(args.model)
+    if meta.get("embed_model") and (meta["embed_model"], meta.get("embed_model_size")) != (name, size):
+        raise SystemExit(f"Fehler: {db_path} wurde mit Modell {meta['embed_model']} (Dimension {meta.get('dim')}) "
+                         f"gebaut, jetzt ist {name} eingestellt – neu bauen mit: python3 build_index.py --rebuild")
+    if meta.get("pooling") and meta["pooling"] != embedder.POOLING:
+        raise SystemExit(f"Fehler: {db_path} wurde mit Pooling {meta['pooling']} gebaut, jetzt {embedder.POOLING} "
+                         f"– neu bauen mit: python3 build_index.py --rebuild")
+
+
+def write_page(conn, rel, file_hash, chunks, vectors, flags, vocab, fts):
+    """Replace one page's chunks atomically."""
+    with conn:
+        store.delete_page(conn, rel)
+        for i, ((heading, content), vector) in enumerate(zip(chunks, vectors)):
+            search = (german.index_text(heading, vocab), german.index_text(content, vocab)) if fts else None
+            store.insert_chunk(conn, rel, i, heading, content, vector,
+                               text_hash(embedded_text(heading, content)), flags[i], search)
+        conn.execute("INSERT OR REPLACE INTO pages VALUES (?, ?, ?)", (rel, file_hash, len(chunks)))
+        store.write_meta(conn, vocab_dirty=1)
+
+
+def refresh_search(conn):
+    """Relearn the compound vocabulary from the indexed text; rebuild the FTS rows if it changed."""
+    if store.read_meta(conn).get("vocab_dirty") != "1":
+        return
+    rows = conn.execute("SELECT id, heading, content FROM docs ORDER BY id").fetchall()
+    vocab = german.learn_vocabulary(h + "\n" + c for _, h, c in rows)
+    with conn:
+        if vocab != store.load_vocab(conn):
+            conn.execute("DELETE FROM vocab")
+            conn.executemany("INSERT INTO vocab VALUES (?)", [(w,) for w in sorted(vocab)])
+            if store.fts_available(conn):
+                conn.execute("DELETE FROM fts")
+                conn.executemany("INSERT INTO fts (rowid, heading, body) VALUES (?, ?, ?)",
+                                 [(i, german.index_text(h, vocab), german.index_text(c, vocab)) for i, h, c in rows])
+        store.write_meta(conn, vocab_dirty=0)
+
+
+def report_flags(conn, paths):
+    for path, heading, flags in conn.execute(
+            "SELECT path, heading, flags FROM docs WHERE flags != '[]' ORDER BY path, chunk_index"):
+        if path in paths:
+            for flag in json.loads(flags):
+                print(f"Markiert: {path} › {heading}: {flag['rule']} „{flag['match']}“", file=sys.stderr)
+
+
+def build(args):
+    wiki = Path(args.wiki)
+    if not wiki.is_dir():
+        raise SystemExit(f"Fehler: Wiki-Ordner {wiki} nicht gefunden – Pfad mit --wiki oder RAG_WIKI angeben.")
+    pages = find_pages(wiki)
+    if not pages:
+        raise SystemExit(f"Fehler: keine .md- oder .txt-Seiten in {wiki} – Markdown-Dateien dort ablegen.")
+    if not os.path.isfile(args.model):
+        raise SystemExit(f"Fehler: Embedding-Modell {args.model} nicht gefunden – einrichten mit: "
+                         f"python3 scripts/setup_llama.py (oder --model / RAG_EMBED_MODEL)")
+    started = time.monotonic()
+    db_path = args.db
+    target = db_path + ".rebuild" if args.rebuild else db_path
+    if args.rebuild:
+        for suffix in ("", "-wal", "-shm"):
+            if os.path.exists(target + suffix):
+                os.unlink(target + suffix)
+    try:
+        conn = store.connect(target, create=True)
+        if not args.rebuild:
+            check_model(conn, args, db_path)
+    except store.StoreError as exc:
+        raise SystemExit(f"Fehler: {exc}")
+
+    fts = store.fts_available(conn)
+    if not fts:
+        warn("dieses Python-SQLite hat kein FTS5 – nur Vektorsuche (--mode vector) möglich; "
+             "ein Python mit FTS5-fähigem SQLite verwenden")
+    known = dict(conn.execute("SELECT path, file_hash FROM pages"))
+    vocab = store.load_vocab(conn)
+    stats = dict(added=0, changed=0, removed=0, unchanged=0, embedded=0, reused=0)
+
+    # 1.+2. read and chunk every page that changed
+    todo = []  # (rel, file_hash, chunks)
+    present = set()
+    for rel in pages:
+        text, file_hash = read_page(wiki / rel, rel)
+        if text is None:
+            continue
+        present.add(rel)
+        if known.get(rel) == file_hash:
+            stats["unchanged"] += 1
+            continue
+        chunks = chunk_page(text, args.max_chars)
+        if not chunks:
+            warn(f"{rel}: enthält keinen Text (leer oder nur Überschriften/Front Matter) – übersprungen")
+            present.discard(rel)
+            continue
+        stats["changed" if rel in known else "added"] += 1
+        todo.append((rel, file_hash, chunks))
+
+    # 3. embed what is not in the index yet (vectors are reused by text hash, across pages)
+    needed = {}
+    for _, _, chunks in todo:
+        for heading, content in chunks:
+            needed.setdefault(text_hash(embedded_text(heading, content)), embedded_text(heading, content))
+    vectors = {}
+    hashes = list(needed)
+    for i in range(0, len(hashes), 500):
+        part = hashes[i:i + 500]
+        rows = conn.execute(f"SELECT content_hash, embedding FROM docs WHERE content_hash IN "
+                            f"({','.join('?' * len(part))}) GROUP BY content_hash", part)
+        vectors.update((h, json.loads(e)) for h, e in rows)
+    missing = [h for h in hashes if h not in vectors]
+    stats["reused"] = sum(len(c) for _, _, c in todo) - len(missing)
+
+    progress = Progress(len(todo), not args.quiet)
+    dim = store.read_meta(conn).get("dim")
+    written = set()
+
+    def flush_ready():
+        for rel, file_hash, chunks in todo:
+            keys = [text_hash(embedded_text(h, c)) for h, c in chunks]
+            if rel not in written and all(k in vectors for k in keys):
+                flags = [safety.scan(c) for _, c in chunks]
+                write_page(conn, rel, file_hash, chunks, [vectors[k] for k in keys], flags, vocab, fts)
+                written.add(rel)
+
+    try:
+        for start, batch_vectors in embed_all([needed[h] for h in missing], args):
+            for h, vec in zip(missing[start:start + len(batch_vectors)], batch_vectors):
+                if dim is None:
+                    dim = str(len(vec))
+                    name, size = model_identity(args.model)
+                    with conn:
+                        store.write_meta(conn, embed_model=name, embed_model_size=size, dim=dim,
+                                         pooling=embedder.POOLING)
+                elif str(len(vec)) != dim:
+                    raise SystemExit(f"Fehler: Modell liefert Dimension {len(vec)}, Index hat {dim} – "
+                                     f"neu bauen mit: python3 build_index.py --rebuild")
+                vectors[h] = vec
+            stats["embedded"] += len(batch_vectors)
+            flush_ready()
+            progress.show(len(written), stats["embedded"], len(missing))
+        flush_ready()
+    except embedder.EmbeddingError as exc:
+        progress.done()
+        raise SystemExit(f"Fehler: {exc} ({len(written)} Seiten dieses Laufs gespeichert)")
+    progress.done()
+
+    # 4. pages that are gone leave the index (after the adds, so a moved page could reuse vectors)
+    for rel in sorted(set(known) - present):
+        with conn:
+            store.delete_page(conn, rel)
+            store.write_meta(conn, vocab_dirty=1)
+        stats["removed"] += 1
+    refresh_search(conn)
+    report_flags(conn, written)
+    count = conn.execute("SELECT COUNT(*) FROM docs").fetchone()[0]
+    if args.rebuild:
+        conn.execute("PRAGMA journal_mode=DELETE")
+        conn.close()
+        for suffix in ("-wal", "-shm"):
+            if os.path.exists(db_path + suffix):
+                os.unlink(db_path + suffix)
+        os.replace(target, db_path)
+    else:
+        conn.close()
+    print(f"Seiten: {stats['added']} neu, {stats['changed']} geändert, {stats['removed']} entfernt, "
+          f"{stats['unchanged']} unverändert · Chunks: {stats['embedded']} eingebettet, "
+          f"{stats['reused']} wiederverwendet, {count} im Index (Dimension {dim}) · "
+          f"{time.monotonic() - started:.1f} s → {db_path}")
+
+
+def main():
+    parser = argparse.ArgumentParser(
+        description="Baut den Suchindex (knowledge.db) aus den Markdown-Seiten des Wikis.",
+        epilog="Umgebungsvariablen: RAG_WIKI, RAG_DB, LLAMA_EMBEDDING, RAG_EMBED_MODEL, RAG_EMBED_BATCH, "
+               "RAG_EMBED_THREADS, RAG_EMBED_TIMEOUT, RAG_CACHE (Ort des Setups).")
+    parser.add_argument("--wiki", default=config.env_str("RAG_WIKI", "wiki"),
+                        help="Ordner mit den Seiten (RAG_WIKI, Standard: wiki)")
+    parser.add_argument("--db", default=config.env_str("RAG_DB", "knowledge.db"),
+                        help="SQLite-Datei des Index (RAG_DB, Standard: knowledge.db)")
+    parser.add_argument("--embedding-bin", default=config.default_embedding_bin(),
+                        help="Pfad zu llama-embedding (LLAMA_EMBEDDING; Standard: PATH, sonst Setup-Cache)")
+    parser.add_argument("--model", default=config.default_model(),
+                        help="GGUF-Modell für die Embeddings (RAG_EMBED_MODEL; Standard: Gemma 3 270M aus dem Setup)")
+    parser.add_argument("--batch", type=int, default=config.env_int("RAG_EMBED_BATCH", BATCH),
+                        help=f"Chunks pro llama-embedding-Aufruf (RAG_EMBED_BATCH, Standard: {BATCH})")
+    parser.add_argument("--threads", type=int, default=config.env_int("RAG_EMBED_THREADS", 0) or None,
+                        help="CPU-Threads für llama-embedding (RAG_EMBED_THREADS, Standard: llama.cpp)")
+    parser.add_argument("--timeout", type=int, default=config.env_int("RAG_EMBED_TIMEOUT", 0) or None,
+                        help="Sekunden pro llama-embedding-Aufruf (RAG_EMBED_TIMEOUT, Standard: 120 + 2 je Chunk)")
+    parser.add_argument("--max-chars", type=int, default=MAX_CHARS, help=f"maximale Chunk-Länge (Standard: {MAX_CHARS})")
+    parser.add_argument("--rebuild", action="store_true", help="Index komplett neu bauen (alter bleibt bis zum Ende)")
+    parser.add_argument("--quiet", action="store_true", help="keine Fortschrittsanzeige")
+    args = parser.parse_args()
+    if args.batch < 1 or args.max_chars < 100:
+        raise SystemExit("Fehler: --batch muss ≥ 1 und --max-chars ≥ 100 sein.")
+    try:
+        build(args)
+    except KeyboardInterrupt:
+        raise SystemExit("\nAbgebrochen – bereits gespeicherte Seiten bleiben; erneut starten setzt fort.")
+    except sqlite3.DatabaseError as exc:
+        raise SystemExit(f"Fehler: Index-Datenbank {args.db} defekt ({exc}) – neu bauen mit: "
+                         f"python3 build_index.py --rebuild")
+
+
+if __name__ == "__main__":
+    main()

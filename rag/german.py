@@ -1,0 +1,181 @@
+"""German-aware search text: one function for the index and for the query, so both meet.
+
+    fold("Kündigungsfrist GRÖSSE Straße")   -> "kuendigungsfrist groesse strasse"
+    search_tokens("Kündigungsfrist", vocab)  -> ["kuendigungsfrist", "kundigungsfrist",
+                                                 "kuendigung", "frist", ...]
+
+Steps: NFC, lowercase, ä/ö/ü → ae/oe/ue and ß → ss (SQLite's remove_diacritics would make ä → a,
+so folding happens here); for words that had an umlaut, the plain-vowel spelling ("kundigung")
+is added too; compounds are split against a vocabulary (words of the wiki itself plus a small
+built-in list) with German linking elements, the whole word kept; a coarse suffix stem is added
+for every word and part ("ersatzteilen", "ersatzteile" → "ersatzteil"). Stopwords are dropped
+from queries only.
+
+Does not handle: real morphology (no lemmatiser), English stemming, split verbs ("legt … an").
+"""
+import re
+import unicodedata
+
+FOLD = str.maketrans({"ä": "ae", "ö": "oe", "ü": "ue", "ß": "ss", "ẞ": "ss"})
+PLAIN = str.maketrans({"ä": "a", "ö": "o", "ü": "u", "ß": "ss", "ẞ": "ss"})
+WORD = re.compile(r"[^\W_]+")  # letters and digits; "§", "-", "/" and "_" separate words
+
+MIN_PART = 4  # shortest compound part ("frist", "mail", "netz" …)
+MIN_COMPOUND = 8  # words shorter than this are never split
+LINKING = ("", "s", "es", "n", "en", "er", "e")  # Fugenelemente, tried in this order
+SUFFIXES = ("ungen", "innen", "heiten", "keiten", "ern", "en", "er", "es", "em", "e", "n", "s")
+
+# Words that a small wiki may never use on their own but that appear inside compounds.
+BASE_WORDS = """
+frist fristen kuendigung zahlung bedingung bedingungen vertrag vertraege daten schutz
+beauftragter passwort kennwort richtlinie drucker warteschlange ersatz teil teile
+urlaub vertretung speicher platz begrenzung netz laufwerk konto zugang zugriff recht rechte
+benutzer nutzer name adresse postfach mail ordner server dienst leistung umfang rechnung
+sicherheit update system sperre sperrung schluessel zertifikat gruppe liste antrag
+arbeit platz zeit stelle geraet geraete nummer plan wartung fehler meldung ticket
+""".split()
+
+STOPWORDS = set("""
+aber alle allem allen aller alles als also am an ander andere anderem anderen anderer anderes
+auch auf aus bei bin bis bist da damit dann das dass dein deine dem den der des dessen dich die
+dies diese diesem diesen dieser dieses dir doch dort du durch ein eine einem einen einer eines
+er es etwas euch euer eure für fuer gibt hab habe haben hat hatte ich ihr ihre im in ist ja jede
+jedem jeden jeder jedes kann kein keine kannst koennen können man mein meine mich mir mit muss
+muß musst nach nicht nichts noch nun nur ob oder ohne sehr sein seine sich sie sind so soll
+sollte sonst um und uns unser unsere unter viel vom von vor war waren warum was weil welche
+welchem welchen welcher welches wenn wer werde werden wie wieder will wir wird wo wohin womit
+worauf zu zum zur über ueber the a an of to is how what
+bitte eigentlich denn mal gerne gern kriege krieg kriegt krieg bekomme bekommt mache macht
+""".split())
+
+
+def fold(text):
+    """NFC, lowercase and ASCII-fold the German letters.
+
+    Example: fold("SCHNÖSEL Straße") -> "schnoesel strasse"
+    """
+    return unicodedata.normalize("NFC", text).lower().translate(FOLD)
+
+
+def words(text):
+    """The folded words of a text, in order (keeps duplicates).
+
+    Example: words("§ 4 Zahlungs-Bedingungen") -> ["4", "zahlungs", "bedingungen"]
+    """
+    return WORD.findall(fold(text))
+
+
+def stem(word):
+    """Coarse suffix stem; keeps at least MIN_PART letters.
+
+    Example: stem("ersatzteilen") -> "ersatzteil"; stem("bedingungen") -> "bedingung"
+    """
+    if len(word) <= MIN_PART + 1 or word.isdigit():
+        return word
+    for suffix in SUFFIXES:
+        if word.endswith(suffix) and len(word) - len(suffix) >= MIN_PART:
+            if suffix == "ungen":
+                return word[:-len(suffix)] + "ung"
+            return word[:-len(suffix)]
+    return word
+
+
+def known(word, vocab):
+    return word in vocab or stem(word) in vocab
+
+
+def split_compound(word, vocab, depth=0):
+    """Split a folded word into known parts, trying linking elements; [] if it does not split.
+
+    Prefers the split with the fewest parts, then the longest first part (deterministic).
+    Example: split_compound("kuendigungsfrist", {"kuendigung", "frist"}) -> ["kuendigung", "frist"]
+    """
+    if len(word) < MIN_COMPOUND or depth > 3:
+        return []
+    best = None
+    for i in range(len(word) - MIN_PART, MIN_PART - 1, -1):
+        head, tail = word[:i], word[i:]
+        for link in LINKING:
+            if not head.endswith(link) or len(head) - len(link) < MIN_PART:
+                continue
+            first = head[:len(head) - len(link)] if link else head
+            if not known(first, vocab):
+                continue
+            if known(tail, vocab):
+                parts = [first, tail]
+            else:
+                rest = split_compound(tail, vocab, depth + 1)
+                if not rest:
+                    continue
+                parts = [first] + rest
+            if best is None or len(parts) < len(best):
+                best = parts
+    return best or []
+
+
+def expand(word, vocab):
+    """All search tokens for one folded word: itself, its stem, its compound parts and their stems.
+
+    Example: expand("kuendigungsfrist", {"kuendigung", "frist"})
+             -> ["kuendigungsfrist", "kuendigung", "frist"]
+    """
+    tokens = [word, stem(word)]
+    for part in split_compound(word, vocab):
+        tokens += [part, stem(part)]
+    return list(dict.fromkeys(tokens))  # unique, order kept
+
+
+def plain_variant(raw_word):
+    """The spelling without umlaut dots ("Kündigung" -> "kundigung"), or None if it has none."""
+    lowered = unicodedata.normalize("NFC", raw_word).lower()
+    if lowered.translate(FOLD) == lowered:
+        return None
+    return lowered.translate(PLAIN)
+
+
+def index_text(text, vocab):
+    """The search text stored in the FTS index for a chunk (or a heading path).
+
+    Example: index_text("Kündigungsfrist", {"kuendigung", "frist"})
+             -> "kuendigungsfrist kuendigung frist kundigungsfrist"
+    """
+    out = []
+    for raw in WORD.findall(unicodedata.normalize("NFC", text)):
+        folded = fold(raw)
+        out += expand(folded, vocab)
+        plain = plain_variant(raw)
+        if plain:
+            out.append(plain)
+    return " ".join(out)
+
+
+def query_terms(question, vocab):
+    """The content words of a question, each with its alternatives (stem, compound parts).
+
+    Returns a list of (word, stem_alternatives, parts) with stopwords dropped, in order, unique.
+    Example: query_terms("Wie lang ist die Kuendigungsfrist?", {"kuendigung", "frist"})
+             -> [("lang", ["lang"], []), ("kuendigungsfrist", ["kuendigungsfrist"], ["kuendigung", "frist"])]
+    """
+    terms, seen = [], set()
+    for word in words(question):
+        if word in STOPWORDS or word in seen:
+            continue
+        seen.add(word)
+        variants = list(dict.fromkeys([word, stem(word)]))
+        parts = [p for p in split_compound(word, vocab)]
+        terms.append((word, variants, parts))
+    return terms
+
+
+def learn_vocabulary(texts):
+    """Words worth splitting compounds against: the folded words of the wiki plus BASE_WORDS.
+
+    Only words of at least MIN_PART letters, no digits.
+    """
+    vocab = set(BASE_WORDS)
+    for text in texts:
+        for word in words(text):
+            if len(word) >= MIN_PART and word.isalpha() and word not in STOPWORDS:
+                vocab.add(word)
+                vocab.add(stem(word))
+    return vocab

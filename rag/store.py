@@ -1,0 +1,134 @@
+"""The SQLite index (knowledge.db): schema, migrations, and the few queries both scripts share.
+
+Tables (schema version 1):
+    docs     one row per chunk, as in the post: path, chunk_index, content, embedding (JSON text, so
+             `sqlite3 knowledge.db "select embedding from docs limit 1"` shows it), plus heading
+             (the heading path "Mail › Cyrus IMAP › Mailbox anlegen"), content_hash and flags
+    vectors  the same vector packed as little-endian float32, one row per chunk: the query path
+             reads only this table and never parses JSON
+    fts      FTS5 table over the German search text (rag/german.py), rowid = docs.id
+    pages    one row per indexed file: content hash, for incremental runs
+    vocab    the words compounds are split against, learned from the wiki
+    meta     key/value: schema_version, embed_model, embed_model_size, dim, pooling, floor_cosine
+
+Does not handle: concurrent writers (one build_index.py at a time; readers are fine, WAL).
+"""
+import json
+import sqlite3
+import struct
+from array import array
+
+SCHEMA_VERSION = 1
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS docs (
+    id INTEGER PRIMARY KEY,
+    path TEXT NOT NULL,
+    chunk_index INTEGER NOT NULL,
+    heading TEXT NOT NULL,
+    content TEXT NOT NULL,
+    embedding TEXT NOT NULL,
+    content_hash TEXT NOT NULL,
+    flags TEXT NOT NULL DEFAULT '[]',
+    UNIQUE (path, chunk_index)
+);
+CREATE INDEX IF NOT EXISTS docs_hash ON docs (content_hash);
+CREATE TABLE IF NOT EXISTS vectors (doc_id INTEGER PRIMARY KEY, vec BLOB NOT NULL);
+CREATE TABLE IF NOT EXISTS pages (path TEXT PRIMARY KEY, file_hash TEXT NOT NULL, chunks INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS vocab (word TEXT PRIMARY KEY) WITHOUT ROWID;
+"""
+FTS_SCHEMA = "CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(heading, body, tokenize = 'unicode61 remove_diacritics 0')"
+
+
+class StoreError(Exception):
+    """The index is missing, foreign or broken; the message is German and names the fix."""
+
+
+def pack(vector):
+    """float list -> little-endian float32 bytes. Example: pack([1.0]) -> b'\\x00\\x00\\x80?'"""
+    return struct.pack(f"<{len(vector)}f", *vector)
+
+
+def unpack(blob):
+    """little-endian float32 bytes -> array('f') (iterates as Python floats)."""
+    vec = array("f")
+    vec.frombytes(blob)
+    if array("f", [1.0]).tobytes() != b"\x00\x00\x80?":  # big-endian machine
+        vec.byteswap()
+    return vec
+
+
+def has_fts5():
+    try:
+        sqlite3.connect(":memory:").execute("CREATE VIRTUAL TABLE t USING fts5(x)")
+        return True
+    except sqlite3.OperationalError:
+        return False
+
+
+def connect(path, create=False):
+    """Open the index. create=False: it must exist and be ours (else StoreError)."""
+    import os
+    if not create and not os.path.exists(path):
+        raise StoreError(f"Index {path} fehlt – zuerst bauen mit: python3 build_index.py")
+    try:
+        conn = sqlite3.connect(path, timeout=30)
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=NORMAL")
+        conn.execute("PRAGMA busy_timeout=30000")
+        tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    except sqlite3.DatabaseError as exc:
+        raise StoreError(f"{path} ist keine gültige Index-Datenbank ({exc}) – neu bauen mit: "
+                          f"python3 build_index.py --rebuild")
+    if tables and "meta" not in tables or (not create and not tables):
+        raise StoreError(f"{path} ist kein Index dieses Projekts – neu bauen mit: python3 build_index.py --rebuild")
+    if create:
+        conn.executescript(SCHEMA)
+        if has_fts5():
+            conn.execute(FTS_SCHEMA)
+        conn.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+        conn.commit()
+    version = read_meta(conn).get("schema_version")
+    if version != str(SCHEMA_VERSION):
+        raise StoreError(f"{path} hat Schema-Version {version}, erwartet {SCHEMA_VERSION} – neu bauen mit: "
+                          f"python3 build_index.py --rebuild")
+    return conn
+
+
+def read_meta(conn):
+    return dict(conn.execute("SELECT key, value FROM meta"))
+
+
+def write_meta(conn, **values):
+    conn.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)", [(k, str(v)) for k, v in values.items()])
+
+
+def fts_available(conn):
+    return conn.execute("SELECT 1 FROM sqlite_master WHERE name='fts'").fetchone() is not None
+
+
+def load_vocab(conn):
+    return {row[0] for row in conn.execute("SELECT word FROM vocab")}
+
+
+def insert_chunk(conn, path, chunk_index, heading, content, vector, content_hash, flags, search):
+    """Write one chunk to docs, vectors and fts (caller holds the transaction)."""
+    cur = conn.execute(
+        "INSERT INTO docs (path, chunk_index, heading, content, embedding, content_hash, flags) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?)",
+        (path, chunk_index, heading, content, json.dumps(vector), content_hash, json.dumps(flags)))
+    doc_id = cur.lastrowid
+    conn.execute("INSERT INTO vectors (doc_id, vec) VALUES (?, ?)", (doc_id, pack(vector)))
+    if search is not None:
+        conn.execute("INSERT INTO fts (rowid, heading, body) VALUES (?, ?, ?)", (doc_id, *search))
+    return doc_id
+
+
+def delete_page(conn, path):
+    """Remove a page's chunks from every table (caller holds the transaction)."""
+    ids = [row[0] for row in conn.execute("SELECT id FROM docs WHERE path = ?", (path,))]
+    conn.executemany("DELETE FROM vectors WHERE doc_id = ?", [(i,) for i in ids])
+    if fts_available(conn):
+        conn.executemany("DELETE FROM fts WHERE rowid = ?", [(i,) for i in ids])
+    conn.execute("DELETE FROM docs WHERE path = ?", (path,))
+    conn.execute("DELETE FROM pages WHERE path = ?", (path,))

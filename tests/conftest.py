@@ -1,0 +1,137 @@
+"""Shared fixtures: run the scripts as a reader does, a readable fake llama-embedding, the real setup.
+
+Fake embedder: a tiny Python script that prints llama-embedding's JSON. Its vectors count
+keywords, so a test can predict the ranking by reading the wiki text:
+
+    axes:  mailbox  vpn  drucker  passwort  (1.0 always, so no vector is zero)
+
+Real parts: `real` gives the paths of the real llama-embedding, llama-server and model from
+scripts/setup_llama.py. When they are missing the test is skipped locally but fails in CI
+(CI=true): a skipped real test is a failure there.
+"""
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from rag import config  # noqa: E402
+
+FAKE_AXES = ["mailbox", "vpn", "drucker", "passwort"]
+
+FAKE_EMBEDDING = textwrap.dedent('''\
+    #!{python}
+    """Fake llama-embedding: keyword-count vectors, in llama-embedding's JSON format.
+
+    FAKE_EMBED_MODE: ok (default) | crash | hang | short | garbage; FAKE_EMBED_LOG: append argv here.
+    """
+    import json, math, os, sys, time
+    args = sys.argv[1:]
+    mode = os.environ.get("FAKE_EMBED_MODE", "ok")
+    if os.environ.get("FAKE_EMBED_LOG"):
+        with open(os.environ["FAKE_EMBED_LOG"], "a") as log:
+            log.write(json.dumps(args) + "\\n")
+    text = open(args[args.index("-f") + 1], encoding="utf-8").read()
+    prompts = text.split(args[args.index("--embd-separator") + 1])
+    if mode == "crash":
+        print("GGML_ASSERT failed", file=sys.stderr); sys.exit(134)
+    if mode == "hang":
+        time.sleep(600)
+    if mode == "garbage":
+        print("embedding 0: 0.1 0.2 ..."); sys.exit(0)
+    if mode == "short":
+        prompts = prompts[:-1]
+    axes = {axes!r}
+    data = []
+    for i, p in enumerate(prompts):
+        low = p.lower()
+        v = [float(low.count(a)) for a in axes] + [1.0]
+        n = math.sqrt(sum(x * x for x in v))
+        data.append({{"object": "embedding", "index": i, "embedding": [x / n for x in v]}})
+    print(json.dumps({{"object": "list", "data": data}}))
+''')
+
+
+def run_script(script, *args, env=None, cwd=ROOT, timeout=300, input=None):
+    """Run one of the project's scripts as a reader does; returns CompletedProcess (text)."""
+    full_env = {**os.environ, **(env or {})}
+    return subprocess.run([sys.executable, str(ROOT / script), *map(str, args)], cwd=cwd, env=full_env,
+                          capture_output=True, text=True, timeout=timeout, input=input)
+
+
+@pytest.fixture
+def fake_embedding(tmp_path):
+    """Path of a fake llama-embedding and a fake model file; env dict that points the scripts at them."""
+    binary = tmp_path / "fake-llama-embedding"
+    binary.write_text(FAKE_EMBEDDING.format(python=sys.executable, axes=FAKE_AXES))
+    binary.chmod(0o755)
+    model = tmp_path / "fake-model.gguf"
+    model.write_bytes(b"GGUF fake")
+    env = {"LLAMA_EMBEDDING": str(binary), "RAG_EMBED_MODEL": str(model),
+           "RAG_DB": str(tmp_path / "knowledge.db"), "RAG_AUDIT": str(tmp_path / "audit.jsonl")}
+    return env
+
+
+def write_wiki(root, pages):
+    """Write {relative path: text} below root; returns root."""
+    for rel, text in pages.items():
+        path = Path(root) / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text), encoding="utf-8")
+    return Path(root)
+
+
+SMALL_WIKI = {
+    "mail/mailbox-anlegen.md": """\
+        ---
+        title: Mailbox anlegen
+        ---
+        # Mailbox anlegen
+
+        Eine neue Mailbox legt die IT mit cyradm an: `cm user/vorname.nachname`.
+
+        ## Quota
+
+        Die Mailbox bekommt eine Quota von 2 GB.
+        """,
+    "netzwerk/vpn.md": """\
+        # VPN
+
+        Das VPN verbindet das Notebook mit dem Firmennetz. VPN-Client starten, anmelden.
+        """,
+    "drucker.md": """\
+        # Drucker
+
+        Der Drucker im 2. Stock heißt PR-204. Drucker-Treiber über das Softwarecenter.
+        """,
+}
+
+
+@pytest.fixture
+def small_wiki(tmp_path):
+    return write_wiki(tmp_path / "wiki", SMALL_WIKI)
+
+
+@pytest.fixture(scope="session")
+def real():
+    """Paths of the real llama.cpp binaries and GGUF model (from scripts/setup_llama.py)."""
+    paths = {"embedding": config.default_embedding_bin(), "server": config.default_server_bin(),
+             "model": config.default_model()}
+    missing = [p for p in paths.values() if not os.path.isfile(p)]
+    if missing:
+        message = f"real llama.cpp setup missing: {missing} – run: python3 scripts/setup_llama.py"
+        if os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)
+    return paths
+
+
+def load_json(stdout):
+    """Exactly one JSON object on stdout."""
+    return json.loads(stdout)

@@ -1,0 +1,96 @@
+"""End to end against the real llama-embedding, the real llama-server and the real GGUF model.
+
+No fakes here. A few pages of the sample wiki are indexed once per module (about 10 s on two
+cores); the server is started on a free 127.0.0.1 port and always stopped.
+"""
+import json
+import shutil
+import sqlite3
+
+import pytest
+
+from conftest import ROOT, load_json, run_script
+from rag.server_process import ServerProcess
+
+PAGES = ["mail/cyrus-imap/mailbox-anlegen.md", "mail/cyrus-imap/mailbox-quota.md",
+         "mail/cyrus-imap/shared-folders.md", "netzwerk/vpn-linux.md", "arbeitsplatz/drucker.md",
+         "vertraege/rahmenvertrag-elbe-systemhaus.md", "sicherheit/phishing-erkennen.md"]
+QUESTION = "Wie lege ich in Cyrus IMAP eine neue Mailbox an?"
+
+
+@pytest.fixture(scope="module")
+def indexed(real, tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("real")
+    for rel in PAGES:
+        (tmp / "wiki" / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(ROOT / "wiki" / rel, tmp / "wiki" / rel)
+    env = {"LLAMA_EMBEDDING": real["embedding"], "RAG_EMBED_MODEL": real["model"],
+           "RAG_DB": str(tmp / "knowledge.db"), "RAG_WIKI": str(tmp / "wiki"), "RAG_AUDIT": str(tmp / "audit.jsonl")}
+    result = run_script("build_index.py", env=env)
+    assert result.returncode == 0, result.stderr
+    return tmp, env, result
+
+
+def test_real_index_stores_one_valid_vector_per_chunk(indexed):
+    tmp, _, result = indexed
+    assert "7 neu" in result.stdout
+    conn = sqlite3.connect(tmp / "knowledge.db")
+    meta = dict(conn.execute("SELECT key, value FROM meta"))
+    assert meta["embed_model"] == "gemma-3-270m-q4_k_m.gguf" and meta["dim"] == "640" and meta["pooling"] == "mean"
+    rows = conn.execute("SELECT d.embedding, length(v.vec) FROM docs d JOIN vectors v ON v.doc_id = d.id").fetchall()
+    assert len(rows) >= 14
+    vectors = [json.loads(e) for e, _ in rows]
+    assert all(len(v) == 640 and blob_len == 640 * 4 for v, (_, blob_len) in zip(vectors, rows))
+    assert len({tuple(round(x, 5) for x in v) for v in vectors}) == len(vectors), "identical vectors: pooling bug"
+    assert all(abs(sum(x * x for x in v) - 1) < 1e-3 for v in vectors)
+
+
+def test_real_index_flags_the_phishing_example(indexed):
+    _, _, result = indexed
+    assert "sicherheit/phishing-erkennen.md" in result.stderr and "injection:ignore-previous" in result.stderr
+    assert "sk-test-1234567890abcdef1234" not in result.stderr  # the key is masked
+
+
+@pytest.mark.parametrize("mode", ["hybrid", "vector", "lexical"])
+def test_real_retrieval_finds_the_cyradm_page(indexed, mode):
+    _, env, _ = indexed
+    result = run_script("ask_rag.py", "--retrieve-only", "--json", "--mode", mode, QUESTION, env=env)
+    assert result.returncode == 0, result.stderr
+    out = load_json(result.stdout)
+    assert out["answer"] is None and out["mode"] == mode
+    paths = [s["path"] for s in out["sources"]]
+    if mode == "vector":  # the 270M embedder is weak: the page must be among the candidates
+        assert "mail/cyrus-imap/mailbox-anlegen.md" in paths
+    else:
+        assert paths[0] == "mail/cyrus-imap/mailbox-anlegen.md"
+
+
+def test_real_server_answers_with_sources_and_citation_check(indexed, real, tmp_path):
+    _, env, _ = indexed
+    with ServerProcess(model=real["model"], binary=real["server"], log_path=str(tmp_path / "server.log")) as server:
+        result = run_script("ask_rag.py", "--json", QUESTION, env={**env, "LLAMA_SERVER_URL": server.url})
+        plain = run_script("ask_rag.py", QUESTION, env={**env, "LLAMA_SERVER_URL": server.url})
+    assert result.returncode == 0, result.stderr
+    out = load_json(result.stdout)
+    assert out["llm_called"] is True
+    assert out["answer"] and out["answer"].strip()
+    assert out["sources"][0]["path"] == "mail/cyrus-imap/mailbox-anlegen.md"
+    citations = out["citations"]
+    assert set(citations) == {"cited", "valid", "unknown"}
+    assert sorted(citations["valid"] + citations["unknown"]) == citations["cited"]
+    assert all(1 <= c <= len(out["sources"]) for c in citations["valid"])
+    assert out["timings"]["first_token_s"] > 0
+    assert plain.returncode == 0, plain.stderr
+    assert "Quellen:" in plain.stdout and "mail/cyrus-imap/mailbox-anlegen.md" in plain.stdout
+    assert "Zitate:" in plain.stdout
+    audit = [json.loads(line) for line in open(env["RAG_AUDIT"], encoding="utf-8")]
+    assert audit[-1]["question"] == QUESTION and audit[-1]["chunks"] and audit[-1]["prompt_sha256"]
+
+
+def test_real_server_down_is_one_line(indexed):
+    _, env, _ = indexed
+    from rag.server_process import free_port
+    result = run_script("ask_rag.py", QUESTION, env={**env, "LLAMA_SERVER_URL": f"http://127.0.0.1:{free_port()}"})
+    assert result.returncode == 1
+    assert "nicht erreichbar" in result.stderr and "Traceback" not in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
