@@ -27,6 +27,7 @@ from datetime import datetime, timezone
 from rag import answer, audit, config, embedder, search, store
 
 TOP_K = 4  # chunks in the prompt (as in the post)
+MAX_TOKENS = 160  # answer length limit; a one-line answer of the plain prompt needs 20–50
 
 
 def fail(message, code=1):
@@ -36,11 +37,15 @@ def fail(message, code=1):
 
 # -- 1. embed --------------------------------------------------------------------------------------
 def embed_question(question, args, meta):
-    name, size = os.path.basename(args.model), None
-    if os.path.isfile(args.model):
-        size = str(os.path.getsize(args.model))
-    if meta.get("embed_model") and (meta.get("embed_model"), meta.get("embed_model_size")) != (name, size):
-        fail(f"der Index wurde mit {meta['embed_model']} (Dimension {meta.get('dim')}) gebaut, eingestellt ist "
+    if not os.path.isfile(args.model):
+        fail(f"Embedding-Modell {args.model} nicht gefunden – einrichten mit: python3 scripts/setup_llama.py "
+             f"(oder --model / RAG_EMBED_MODEL)")
+    name, size = os.path.basename(args.model), str(os.path.getsize(args.model))
+    built, built_size = meta.get("embed_model"), meta.get("embed_model_size")
+    if built and (built, built_size) != (name, size):
+        if built == name:  # same name, another file: show the sizes, or the message names one model twice
+            built, name = f"{built} ({built_size} Bytes)", f"{name} ({size} Bytes)"
+        fail(f"der Index wurde mit {built} (Dimension {meta.get('dim')}) gebaut, eingestellt ist "
              f"{name} – dasselbe Modell angeben (--model/RAG_EMBED_MODEL) oder neu bauen: "
              f"python3 build_index.py --rebuild")
     try:
@@ -54,9 +59,25 @@ def embed_question(question, args, meta):
 
 
 # -- 4. ask ----------------------------------------------------------------------------------------
+def trimmed(pieces):
+    """The streamed pieces without the answer's leading and trailing whitespace.
+
+    Example: [" Mit", " cm", "\n"] -> "Mit", " cm"
+    """
+    held, started = "", False  # held: whitespace, shown only if more text follows
+    for piece in pieces:
+        text = piece.rstrip()
+        if text:
+            yield held + text if started else text.lstrip()
+            held, started = piece[len(text):], True
+        else:
+            held += piece
+
+
 def ask_server(question, sources, args, out):
     """Stream the answer to `out` (None = silent); returns (answer, info, prompt, timings)."""
     from rag import llm  # imported here: --retrieve-only needs no HTTP library
+    pieces = []
     try:
         info = llm.server_info(args.server)
         chat = info["chat_template"] if args.prompt_format == "auto" else args.prompt_format == "chat"
@@ -64,22 +85,21 @@ def ask_server(question, sources, args, out):
         if args.show_prompt and out:
             print(f"--- Prompt ({'Chat-Template' if chat else 'Completion'}) ---\n{prompt}\n--- Ende Prompt ---\n",
                   file=out)
-        pieces, timings = [], {}
+        timings = {}
         started = time.monotonic()
-        for piece in llm.stream_answer(args.server, prompt, chat, max_tokens=args.max_tokens, timings=timings):
+        for piece in trimmed(llm.stream_answer(args.server, prompt, chat, args.max_tokens, timings)):
             if not pieces:
                 timings["first_token_s"] = round(time.monotonic() - started, 3)
             pieces.append(piece)
             if out:
                 print(piece, end="", file=out, flush=True)
-        if out:
-            print(file=out)
     except llm.LLMError as exc:
-        if out:
+        if out and pieces:
             print(file=out)
         fail(str(exc))
-    text = "".join(pieces).strip()
-    return text, info, prompt, timings
+    if out:
+        print(file=out)
+    return "".join(pieces), info, prompt, timings
 
 
 # -- output ----------------------------------------------------------------------------------------
@@ -97,13 +117,7 @@ def print_sources(result, citations, out):
         print(f"  [{n}] {answer.source_label(s)}  (Score {s.score:.4f}{cos}; {ranks})"
               + (f"  – {'; '.join(marks)}" if marks else ""), file=out)
     if citations is not None:
-        if not citations["cited"]:
-            print("Zitate: Keine Quelle genannt", file=out)
-        else:
-            line = "Zitate: " + ", ".join(f"[{c}]" for c in citations["valid"]) + " gültig"
-            if citations["unknown"]:
-                line += "; unbekannt: " + ", ".join(f"[{c}]" for c in citations["unknown"])
-            print(line, file=out)
+        print("Zitate: " + answer.describe_citations(citations), file=out)
 
 
 def print_explain(result, out):
@@ -119,6 +133,14 @@ def print_context(sources, out):
     for n, s in enumerate(sources, start=1):
         print(f"--- [{n}] {answer.source_label(s)} (Chunk {s.chunk_index}) ---\n{s.content}", file=out)
     print("--- Ende Kontext ---", file=out)
+
+
+def write_audit(path, entry):
+    try:
+        audit.append(path, entry)
+    except OSError as exc:
+        fail(f"Audit-Log {path} nicht schreibbar ({exc.strerror}) – Pfad mit --audit/RAG_AUDIT ändern "
+             f"oder --no-audit")
 
 
 def main():
@@ -148,7 +170,8 @@ def main():
     parser.add_argument("--no-floor", action="store_true", help="Relevanzprüfung aus: immer das LLM fragen")
     parser.add_argument("--prompt-format", choices=("auto", "chat", "completion"), default="auto",
                         help="auto: Chat-Template, wenn der Server eines meldet; sonst Completion-Prompt")
-    parser.add_argument("--max-tokens", type=int, default=256, help="maximale Länge der Antwort in Tokens")
+    parser.add_argument("--max-tokens", type=int, default=MAX_TOKENS,
+                        help=f"maximale Länge der Antwort in Tokens (Standard: {MAX_TOKENS})")
     parser.add_argument("--retrieve-only", action="store_true", help="nur suchen und Quellen zeigen, kein LLM")
     parser.add_argument("--json", action="store_true", help="genau ein JSON-Objekt ausgeben")
     parser.add_argument("--explain", action="store_true", help="Suchtext, Suchstufe und Ränge je Modus zeigen")
@@ -224,7 +247,7 @@ def main():
         else:
             print_sources(result, citations, out)
     if text is not None and not args.no_audit:
-        audit.append(audit_path, {
+        write_audit(audit_path, {
             "time": datetime.now(timezone.utc).isoformat(timespec="seconds"), "question": question,
             "server": args.server if not llm_skipped else None, "model": info.get("model"),
             "embed_model": meta.get("embed_model"), "mode": result.mode, "strategy": result.strategy,

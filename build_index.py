@@ -15,9 +15,16 @@ content) is already in the index reuses its vector, so a renamed page needs no n
 A page's old chunks are replaced only after all of its new vectors exist, in one transaction, so
 a crash leaves every page entirely old or entirely new; the next run finishes the job.
 
-Does not handle: other formats than Markdown and plain text, several writers at once.
+Bad input never stops the run: a file that cannot be used (binary, too large, unreadable, a
+symlink loop, no text) is skipped with one German warning naming it; text that is not UTF-8 is
+read with replacement characters (�) and a warning. A chunk too long for the model's context is
+split further.
+
+Does not handle: other formats than Markdown and plain text, setext headings (underlined with
+===), several writers at once.
 """
 import argparse
+import collections
 import hashlib
 import json
 import os
@@ -35,6 +42,7 @@ BATCH = 16  # chunks per llama-embedding process
 MAX_FILE_BYTES = 5 * 1024 * 1024  # larger files are skipped with a warning
 SUFFIXES = (".md", ".txt")  # what counts as a wiki page
 HEADING_SEP = " › "  # between the parts of a heading path
+CHUNKER = "chunker 2"  # bump when chunking changes: every page is then re-chunked (vectors reused)
 
 
 def warn(message):
@@ -48,39 +56,64 @@ def find_pages(wiki):
     Example: wiki/a.md, wiki/mail/b.md -> ["a.md", "mail/b.md"]
     """
     pages, seen_dirs = [], set()
-    for root, dirs, files in os.walk(wiki, followlinks=True):
+
+    def unreadable_dir(exc):
+        rel = os.path.relpath(exc.filename, wiki)
+        warn(f"{rel}: Ordner nicht lesbar ({exc.strerror}) – übersprungen; Rechte prüfen")
+
+    for root, dirs, files in os.walk(wiki, followlinks=True, onerror=unreadable_dir):
         real = os.path.realpath(root)
         if real in seen_dirs:
-            warn(f"Symlink-Schleife bei {os.path.relpath(root, wiki)} übersprungen")
+            warn(f"{Path(os.path.relpath(root, wiki)).as_posix()}: Symlink-Schleife – übersprungen")
             dirs[:] = []
             continue
         seen_dirs.add(real)
         dirs[:] = sorted(d for d in dirs if not d.startswith("."))
         for name in files:
-            if name.endswith(SUFFIXES) and not name.startswith("."):
-                pages.append(Path(os.path.relpath(os.path.join(root, name), wiki)).as_posix())
+            if not name.endswith(SUFFIXES) or name.startswith("."):
+                continue
+            rel = Path(os.path.relpath(os.path.join(root, name), wiki)).as_posix()
+            try:
+                rel.encode("utf-8")
+            except UnicodeEncodeError:  # undecodable bytes in the name (os.walk's surrogateescape)
+                shown = rel.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+                warn(f"{shown}: Dateiname ist kein gültiges UTF-8 – übersprungen; Datei umbenennen")
+                continue
+            pages.append(rel)
     return sorted(pages)
 
 
 def read_page(path, rel):
-    """The text of a page, or None (with a warning) if it cannot be used."""
+    """(text, sha256 of the bytes), or (None, None) with a warning naming the file if it is unusable.
+
+    Text is NFC with "\\n" line ends; UTF-16 with a byte order mark is read as such.
+    """
+    if not os.path.exists(path):
+        warn(f"{rel}: Symlink ohne Ziel oder Symlink-Schleife – übersprungen; Link korrigieren")
+        return None, None
+    if not os.path.isfile(path):
+        warn(f"{rel}: keine normale Datei – übersprungen")
+        return None, None
     try:
         if os.path.getsize(path) > MAX_FILE_BYTES:
-            warn(f"{rel}: größer als {MAX_FILE_BYTES // 2**20} MB – übersprungen")
+            warn(f"{rel}: größer als {MAX_FILE_BYTES // 2**20} MB – übersprungen; Datei aufteilen")
             return None, None
         with open(path, "rb") as f:
             data = f.read()
     except OSError as exc:
         warn(f"{rel}: nicht lesbar ({exc.strerror}) – übersprungen; Rechte prüfen")
         return None, None
-    if b"\x00" in data[:8192]:
+    if data[:2] in (b"\xff\xfe", b"\xfe\xff"):  # UTF-16 with BOM ("Unicode" in Windows editors)
+        text = data.decode("utf-16", errors="replace")
+    elif b"\x00" in data[:8192]:
         warn(f"{rel}: Binärdaten, keine Textdatei – übersprungen")
         return None, None
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        text = data.decode("utf-8", errors="replace")
-        warn(f"{rel}: kein gültiges UTF-8 – mit Ersatzzeichen (�) gelesen; Datei als UTF-8 speichern")
+    else:
+        try:
+            text = data.decode("utf-8-sig")
+        except UnicodeDecodeError:
+            text = data.decode("utf-8", errors="replace")
+            warn(f"{rel}: kein gültiges UTF-8 – mit Ersatzzeichen (�) gelesen; Datei als UTF-8 speichern")
     text = unicodedata.normalize("NFC", text.replace("\r\n", "\n").replace("\r", "\n"))
     return text, hashlib.sha256(data).hexdigest()
 
@@ -101,7 +134,7 @@ def strip_front_matter(text):
 
 
 # -- 2. chunk --------------------------------------------------------------------------------------
-HEADING = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$")
+HEADING = re.compile(r"^(#{1,6})\s+(.+?)(?:\s+#+)?\s*$")  # "## Quota ##" -> Quota; "# C#" stays C#
 FENCE = re.compile(r"^\s*(```|~~~)")
 SENTENCE_END = re.compile(r"(?<=[.!?:;])\s+")
 
@@ -113,7 +146,7 @@ def blocks(body, title=None):
     """
     path = [title] if title else []
     levels = [0] if title else []
-    out, lines, in_fence = [], [], False
+    out, lines, fence = [], [], None  # fence: the open ``` or ~~~, else None
 
     def flush():
         text = "\n".join(lines).strip()
@@ -122,11 +155,12 @@ def blocks(body, title=None):
         lines.clear()
 
     for line in body.split("\n"):
-        if FENCE.match(line):
-            in_fence = not in_fence
+        marker = FENCE.match(line)
+        if marker and fence in (None, marker.group(1)):
+            fence = None if fence else marker.group(1)
             lines.append(line)
             continue
-        heading = None if in_fence else HEADING.match(line)
+        heading = None if fence else HEADING.match(line)
         if heading:
             flush()
             level = len(heading.group(1))
@@ -138,7 +172,7 @@ def blocks(body, title=None):
                 path.pop()
             path.append(heading.group(2).strip())
             levels.append(level)
-        elif not line.strip() and not in_fence:
+        elif not line.strip() and not fence:
             flush()
         else:
             lines.append(line)
@@ -147,36 +181,38 @@ def blocks(body, title=None):
 
 
 def split_long(text, limit=MAX_CHARS):
-    """Split a too-long paragraph at sentence ends, then at spaces, then hard.
+    """Split a too-long paragraph at the last line break that fits, else sentence end, else space, else hard.
 
+    Cuts are made in the text itself, so lists and code keep their lines.
     Example: split_long("Satz eins. Satz zwei.", 12) -> ["Satz eins.", "Satz zwei."]
     """
-    if len(text) <= limit:
-        return [text]
-    pieces, current = [], ""
-    for sentence in SENTENCE_END.split(text):
-        while len(sentence) > limit:  # one sentence longer than a chunk: cut at a space
-            cut = sentence.rfind(" ", 0, limit)
-            cut = cut if cut > limit // 2 else limit
-            if current:
-                pieces.append(current)
-                current = ""
-            pieces.append(sentence[:cut].rstrip())
-            sentence = sentence[cut:].lstrip()
-        if current and len(current) + 1 + len(sentence) > limit:
-            pieces.append(current)
-            current = sentence
-        else:
-            current = f"{current} {sentence}" if current else sentence
-    if current:
-        pieces.append(current)
-    return pieces
+    pieces = []
+    while len(text) > limit:
+        window = text[:limit + 1]  # a space right after the limit is a fine cut too
+        ends = [m.start() for m in SENTENCE_END.finditer(window)]
+        cuts = [window.rfind("\n")] + ends[-1:] + [window.rfind(" ")]
+        cut = next((c for c in cuts if c > limit // 2), limit)
+        pieces.append(text[:cut].rstrip())
+        text = text[cut:].lstrip()
+    return pieces + [text] if text else pieces
+
+
+def fit_context(heading, content):
+    """Split a chunk further until the model sees all of it (characters are not tokens: "ü" is 2 bytes).
+
+    Example: 9,000 characters of "Größe Größe …" (12,000 bytes) -> two chunks of 4,500 characters
+    """
+    if embedder.fits(embedded_text(heading, content)) or len(content) < 200:
+        return [(heading, content)]  # (a giant heading alone is cut by the embedder)
+    return [chunk for part in split_long(content, len(content) // 2 + 1) for chunk in fit_context(heading, part)]
 
 
 def chunk_page(text, max_chars=MAX_CHARS):
     """Chunks of one page: [(heading_path_text, content)], paragraphs joined up to max_chars.
 
     A new heading always starts a new chunk, so every chunk has exactly one heading path.
+    Example: chunk_page("# VPN\\n\\nClient starten.\\n\\n## Linux\\n\\nopenvpn") ->
+             [("VPN", "Client starten."), ("VPN › Linux", "openvpn")]
     """
     body, title = strip_front_matter(text)
     chunks = []
@@ -187,7 +223,7 @@ def chunk_page(text, max_chars=MAX_CHARS):
                 chunks[-1] = (heading, chunks[-1][1] + "\n\n" + piece)
             else:
                 chunks.append((heading, piece))
-    return chunks
+    return [chunk for heading, content in chunks for chunk in fit_context(heading, content)]
 
 
 def embedded_text(heading, content):
@@ -239,15 +275,17 @@ def check_model(conn, args, db_path):
     meta = store.read_meta(conn)
     name, size = model_identity(args.model)
     if meta.get("embed_model") and (meta["embed_model"], meta.get("embed_model_size")) != (name, size):
-        raise SystemExit(f"Fehler: {db_path} wurde mit Modell {meta['embed_model']} (Dimension {meta.get('dim')}) "
-                         f"gebaut, jetzt ist {name} eingestellt – neu bauen mit: python3 build_index.py --rebuild")
+        raise SystemExit(f"Fehler: {db_path} wurde mit Modell {meta['embed_model']} "
+                         f"({meta.get('embed_model_size')} Bytes, Dimension {meta.get('dim')}) gebaut, jetzt ist "
+                         f"{name} ({size} Bytes) eingestellt – neu bauen mit: python3 build_index.py --rebuild")
     if meta.get("pooling") and meta["pooling"] != embedder.POOLING:
         raise SystemExit(f"Fehler: {db_path} wurde mit Pooling {meta['pooling']} gebaut, jetzt {embedder.POOLING} "
                          f"– neu bauen mit: python3 build_index.py --rebuild")
 
 
-def write_page(conn, rel, file_hash, chunks, vectors, flags, vocab, fts):
-    """Replace one page's chunks atomically."""
+def write_page(conn, rel, file_hash, chunks, vectors, vocab, fts):
+    """Replace one page's chunks in one transaction: a crash leaves the page entirely old or new."""
+    flags = [safety.scan(content) for _, content in chunks]
     with conn:
         store.delete_page(conn, rel)
         for i, ((heading, content), vector) in enumerate(zip(chunks, vectors)):
@@ -260,19 +298,20 @@ def write_page(conn, rel, file_hash, chunks, vectors, flags, vocab, fts):
 
 def refresh_search(conn):
     """Relearn the compound vocabulary from the indexed text; rebuild the FTS rows if it changed."""
-    if store.read_meta(conn).get("vocab_dirty") != "1":
+    meta = store.read_meta(conn)
+    if meta.get("vocab_dirty") != "1" and meta.get("search_version") == german.SEARCH_VERSION:
         return
     rows = conn.execute("SELECT id, heading, content FROM docs ORDER BY id").fetchall()
     vocab = german.learn_vocabulary(h + "\n" + c for _, h, c in rows)
     with conn:
-        if vocab != store.load_vocab(conn):
+        if vocab != store.load_vocab(conn) or meta.get("search_version") != german.SEARCH_VERSION:
             conn.execute("DELETE FROM vocab")
             conn.executemany("INSERT INTO vocab VALUES (?)", [(w,) for w in sorted(vocab)])
             if store.fts_available(conn):
                 conn.execute("DELETE FROM fts")
                 conn.executemany("INSERT INTO fts (rowid, heading, body) VALUES (?, ?, ?)",
                                  [(i, german.index_text(h, vocab), german.index_text(c, vocab)) for i, h, c in rows])
-        store.write_meta(conn, vocab_dirty=0)
+        store.write_meta(conn, vocab_dirty=0, search_version=german.SEARCH_VERSION)
 
 
 def report_flags(conn, paths):
@@ -293,8 +332,10 @@ def build(args):
     if not os.path.isfile(args.model):
         raise SystemExit(f"Fehler: Embedding-Modell {args.model} nicht gefunden – einrichten mit: "
                          f"python3 scripts/setup_llama.py (oder --model / RAG_EMBED_MODEL)")
-    started = time.monotonic()
     db_path = args.db
+    if not os.path.isdir(os.path.dirname(os.path.abspath(db_path))):
+        raise SystemExit(f"Fehler: Ordner für den Index {db_path} fehlt – anlegen oder --db / RAG_DB ändern.")
+    started = time.monotonic()
     target = db_path + ".rebuild" if args.rebuild else db_path
     if args.rebuild:
         for suffix in ("", "-wal", "-shm"):
@@ -314,16 +355,18 @@ def build(args):
     known = dict(conn.execute("SELECT path, file_hash FROM pages"))
     vocab = store.load_vocab(conn)
     stats = dict(added=0, changed=0, removed=0, unchanged=0, embedded=0, reused=0)
+    settings = f"{CHUNKER}, max_chars={args.max_chars}"  # other settings, other chunks: re-chunk
 
-    # 1.+2. read and chunk every page that changed
-    todo = []  # (rel, file_hash, chunks)
+    # 1.+2. read every page, chunk those that changed
+    todo = []  # (rel, page_hash, chunks, text hash of each chunk), in path order
     present = set()
     for rel in pages:
         text, file_hash = read_page(wiki / rel, rel)
         if text is None:
             continue
+        page_hash = text_hash(f"{settings}\n{file_hash}")
         present.add(rel)
-        if known.get(rel) == file_hash:
+        if known.get(rel) == page_hash:
             stats["unchanged"] += 1
             continue
         chunks = chunk_page(text, args.max_chars)
@@ -332,13 +375,15 @@ def build(args):
             present.discard(rel)
             continue
         stats["changed" if rel in known else "added"] += 1
-        todo.append((rel, file_hash, chunks))
+        todo.append((rel, page_hash, chunks, [text_hash(embedded_text(h, c)) for h, c in chunks]))
+    if not present:
+        raise SystemExit(f"Fehler: keine Seite in {wiki} enthält verwertbaren Text – Warnungen oben beachten.")
 
     # 3. embed what is not in the index yet (vectors are reused by text hash, across pages)
-    needed = {}
-    for _, _, chunks in todo:
-        for heading, content in chunks:
-            needed.setdefault(text_hash(embedded_text(heading, content)), embedded_text(heading, content))
+    needed = {}  # text hash -> embedded text
+    for _, _, chunks, keys in todo:
+        for (heading, content), key in zip(chunks, keys):
+            needed.setdefault(key, embedded_text(heading, content))
     vectors = {}
     hashes = list(needed)
     for i in range(0, len(hashes), 500):
@@ -347,21 +392,22 @@ def build(args):
                             f"({','.join('?' * len(part))}) GROUP BY content_hash", part)
         vectors.update((h, json.loads(e)) for h, e in rows)
     missing = [h for h in hashes if h not in vectors]
-    stats["reused"] = sum(len(c) for _, _, c in todo) - len(missing)
+    stats["reused"] = sum(len(keys) for *_, keys in todo) - len(missing)
 
     progress = Progress(len(todo), not args.quiet)
-    dim = store.read_meta(conn).get("dim")
-    written = set()
+    meta = store.read_meta(conn)
+    dim = meta.get("dim")
+    pending, written = collections.deque(todo), []
 
     def flush_ready():
-        for rel, file_hash, chunks in todo:
-            keys = [text_hash(embedded_text(h, c)) for h, c in chunks]
-            if rel not in written and all(k in vectors for k in keys):
-                flags = [safety.scan(c) for _, c in chunks]
-                write_page(conn, rel, file_hash, chunks, [vectors[k] for k in keys], flags, vocab, fts)
-                written.add(rel)
+        """Write the next pages in path order whose vectors all exist, one transaction each."""
+        while pending and all(k in vectors for k in pending[0][3]):
+            rel, page_hash, chunks, keys = pending.popleft()
+            write_page(conn, rel, page_hash, chunks, [vectors[k] for k in keys], vocab, fts)
+            written.append(rel)
 
     try:
+        flush_ready()  # pages whose chunks are all reused
         for start, batch_vectors in embed_all([needed[h] for h in missing], args):
             for h, vec in zip(missing[start:start + len(batch_vectors)], batch_vectors):
                 if dim is None:
@@ -371,16 +417,17 @@ def build(args):
                         store.write_meta(conn, embed_model=name, embed_model_size=size, dim=dim,
                                          pooling=embedder.POOLING)
                 elif str(len(vec)) != dim:
-                    raise SystemExit(f"Fehler: Modell liefert Dimension {len(vec)}, Index hat {dim} – "
+                    raise SystemExit(f"Fehler: {os.path.basename(args.model)} liefert Dimension {len(vec)}, "
+                                     f"{db_path} wurde mit {meta.get('embed_model')} in Dimension {dim} gebaut – "
                                      f"neu bauen mit: python3 build_index.py --rebuild")
                 vectors[h] = vec
             stats["embedded"] += len(batch_vectors)
             flush_ready()
             progress.show(len(written), stats["embedded"], len(missing))
-        flush_ready()
     except embedder.EmbeddingError as exc:
         progress.done()
-        raise SystemExit(f"Fehler: {exc} ({len(written)} Seiten dieses Laufs gespeichert)")
+        raise SystemExit(f"Fehler: {exc} ({len(written)} Seiten dieses Laufs gespeichert; "
+                         f"erneut starten setzt fort)")
     progress.done()
 
     # 4. pages that are gone leave the index (after the adds, so a moved page could reuse vectors)
@@ -390,17 +437,15 @@ def build(args):
             store.write_meta(conn, vocab_dirty=1)
         stats["removed"] += 1
     refresh_search(conn)
-    report_flags(conn, written)
+    report_flags(conn, set(written))
     count = conn.execute("SELECT COUNT(*) FROM docs").fetchone()[0]
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # all in the main file (stays in WAL mode for readers)
+    conn.close()
     if args.rebuild:
-        conn.execute("PRAGMA journal_mode=DELETE")
-        conn.close()
-        for suffix in ("-wal", "-shm"):
-            if os.path.exists(db_path + suffix):
-                os.unlink(db_path + suffix)
+        for path in (db_path + "-wal", db_path + "-shm", target + "-wal", target + "-shm"):
+            if os.path.exists(path):  # the old index's WAL must not meet the new file
+                os.unlink(path)
         os.replace(target, db_path)
-    else:
-        conn.close()
     print(f"Seiten: {stats['added']} neu, {stats['changed']} geändert, {stats['removed']} entfernt, "
           f"{stats['unchanged']} unverändert · Chunks: {stats['embedded']} eingebettet, "
           f"{stats['reused']} wiederverwendet, {count} im Index (Dimension {dim}) · "

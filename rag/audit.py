@@ -12,6 +12,8 @@ import hashlib
 import json
 import os
 
+from .answer import describe_citations
+
 
 def default_path(db_path):
     """knowledge.db -> knowledge.audit.jsonl, next to the index."""
@@ -32,8 +34,30 @@ def append(path, entry):
 def read(path):
     if not os.path.exists(path):
         raise SystemExit(f"Fehler: Audit-Log {path} gibt es noch nicht – erst eine Frage stellen (ohne --no-audit).")
+    entries = []
     with open(path, encoding="utf-8") as f:
-        return [json.loads(line) for line in f if line.strip()]
+        for number, line in enumerate(f, start=1):
+            if not line.strip():
+                continue
+            try:
+                entries.append(json.loads(line))
+            except ValueError:
+                raise SystemExit(f"Fehler: Audit-Log {path}, Zeile {number} ist kein JSON – "
+                                 f"Zeile reparieren oder entfernen.")
+    return entries
+
+
+def describe_timings(t):
+    """The timings of an entry in one line.
+
+    Example: {"embed_s": 0.1, "first_token_s": 0.4, "predicted_n": 42, "predicted_ms": 2100}
+    -> "Einbetten 0.1 s · erstes Token 0.4 s · 42 Tokens in 2.1 s"
+    """
+    parts = [f"{label} {t[key]} s" for key, label in (("embed_s", "Einbetten"), ("retrieve_s", "Suche"),
+                                                       ("first_token_s", "erstes Token")) if key in t]
+    if "predicted_n" in t:
+        parts.append(f"{t['predicted_n']} Tokens in {t.get('predicted_ms', 0) / 1000:.1f} s")
+    return " · ".join(parts) or "-"
 
 
 def show(path, number):
@@ -49,9 +73,10 @@ def show(path, number):
              f"Prompt:    sha256 {e.get('prompt_sha256')}",
              "Quellen:"]
     for n, chunk in enumerate(e.get("chunks", []), start=1):
-        lines.append(f"  [{n}] {chunk['path']} › {chunk['heading']} (Chunk {chunk['chunk_index']}, "
-                     f"sha256 {chunk['sha256'][:12]}…)")
+        where = f"{chunk['path']} › {chunk['heading']}" if chunk["heading"] else chunk["path"]
+        flags = f", ⚠ {', '.join(chunk['flags'])}" if chunk.get("flags") else ""
+        lines.append(f"  [{n}] {where} (Chunk {chunk['chunk_index']}, sha256 {chunk['sha256'][:12]}…{flags})")
     lines += [f"Antwort:   {e.get('answer')}",
-              f"Zitate:    {json.dumps(e.get('citations'), ensure_ascii=False)}",
-              f"Zeiten:    {json.dumps(e.get('timings'), ensure_ascii=False)}"]
+              f"Zitate:    {describe_citations(e['citations']) if e.get('citations') else 'kein LLM-Aufruf'}",
+              f"Zeiten:    {describe_timings(e.get('timings') or {})}"]
     return "\n".join(lines)

@@ -44,13 +44,16 @@ def context_size(texts):
     return min(size, MAX_CONTEXT)
 
 
+def fits(text):
+    """Does one prompt fit the largest context we ask for? build_index.py splits chunks until it does."""
+    return token_bound(text) <= MAX_CONTEXT
+
+
 def fit_to_context(text):
-    """Cut a text so that its token bound fits MAX_CONTEXT (only for pathological inputs)."""
-    data = text.encode("utf-8")
-    limit = MAX_CONTEXT - 16
-    if len(data) <= limit:
+    """Cut a text so that its token bound fits MAX_CONTEXT (last resort, e.g. a giant heading)."""
+    if fits(text):
         return text
-    return data[:limit].decode("utf-8", errors="ignore")
+    return text.encode("utf-8")[:MAX_CONTEXT - 16].decode("utf-8", errors="ignore")
 
 
 def build_command(binary, model, prompt_file, n_ctx, threads=None):
@@ -79,7 +82,7 @@ def parse_output(stdout, expected):
     vectors = [item["embedding"] for item in sorted(data, key=lambda item: item["index"])]
     if len(vectors) != expected:
         raise EmbeddingError(f"llama-embedding lieferte {len(vectors)} statt {expected} Vektoren – "
-                             f"Trennzeichen {SEPARATOR!r} im Text? Nichts wurde gespeichert.")
+                             "nichts aus diesem Batch gespeichert; llama.cpp-Version prüfen.")
     dims = {len(v) for v in vectors}
     if len(dims) != 1 or 0 in dims:
         raise EmbeddingError(f"llama-embedding lieferte Vektoren unterschiedlicher Länge {sorted(dims)}.")

@@ -13,8 +13,14 @@ from queries only.
 
 Does not handle: real morphology (no lemmatiser), English stemming, split verbs ("legt … an").
 """
+import hashlib
 import re
 import unicodedata
+from dataclasses import dataclass
+from pathlib import Path
+
+# Changes to this file change the search text: the index notices and rebuilds its FTS rows.
+SEARCH_VERSION = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:16]
 
 FOLD = str.maketrans({"ä": "ae", "ö": "oe", "ü": "ue", "ß": "ss", "ẞ": "ss"})
 PLAIN = str.maketrans({"ä": "a", "ö": "o", "ü": "u", "ß": "ss", "ẞ": "ss"})
@@ -23,6 +29,8 @@ WORD = re.compile(r"[^\W_]+")  # letters and digits; "§", "-", "/" and "_" sepa
 MIN_PART = 4  # shortest compound part ("frist", "mail", "netz" …)
 MIN_COMPOUND = 8  # words shorter than this are never split
 LINKING = ("", "s", "es", "n", "en", "er", "e")  # Fugenelemente, tried in this order
+PREFIXES = ("zurueck", "weiter", "heraus", "herunter", "hinzu", "nach", "frei", "fest", "auf", "aus", "ein",
+            "vor", "mit", "weg", "ab", "an", "zu", "um")  # separable verbs: "anlegen" -> also "legen"
 SUFFIXES = ("ungen", "innen", "heiten", "keiten", "ern", "en", "er", "es", "em", "e", "n", "s")
 
 # Words that a small wiki may never use on their own but that appear inside compounds.
@@ -45,7 +53,10 @@ muß musst nach nicht nichts noch nun nur ob oder ohne sehr sein seine sich sie 
 sollte sonst um und uns unser unsere unter viel vom von vor war waren warum was weil welche
 welchem welchen welcher welches wenn wer werde werden wie wieder will wir wird wo wohin womit
 worauf zu zum zur über ueber the a an of to is how what
-bitte eigentlich denn mal gerne gern kriege krieg kriegt krieg bekomme bekommt mache macht
+bitte eigentlich denn mal gerne gern kriege krieg kriegt bekomme bekommt mache macht hab
+komme kommt kommen meinen meinem meiner unsere unserem unseren gibt geht gehen muss müssen muessen
+darf dürfen duerfen brauche braucht soll sollen wann wieso weshalb wozu lang lange viele wieviel
+jemand jemandem jemanden etwa schon immer überhaupt ueberhaupt einfach genau
 """.split())
 
 
@@ -70,7 +81,7 @@ def stem(word):
 
     Example: stem("ersatzteilen") -> "ersatzteil"; stem("bedingungen") -> "bedingung"
     """
-    if len(word) <= MIN_PART + 1 or word.isdigit():
+    if len(word) <= MIN_PART or word.isdigit():
         return word
     for suffix in SUFFIXES:
         if word.endswith(suffix) and len(word) - len(suffix) >= MIN_PART:
@@ -101,6 +112,8 @@ def split_compound(word, vocab, depth=0):
             first = head[:len(head) - len(link)] if link else head
             if not known(first, vocab):
                 continue
+            if first not in vocab:  # "kuendigungs" is known through its stem: use the vocabulary form
+                first = stem(first)
             if known(tail, vocab):
                 parts = [first, tail]
             else:
@@ -122,7 +135,23 @@ def expand(word, vocab):
     tokens = [word, stem(word)]
     for part in split_compound(word, vocab):
         tokens += [part, stem(part)]
+    verb = strip_prefix(word)
+    if verb:
+        tokens += [verb, stem(verb)]
     return list(dict.fromkeys(tokens))  # unique, order kept
+
+
+def strip_prefix(word):
+    """The verb without its separable prefix, so "lege … an" meets "anlegen"; None if none.
+
+    Only for infinitive-like words ending in -en. Example: strip_prefix("anlegen") -> "legen"
+    """
+    if not word.endswith("en"):
+        return None
+    for prefix in PREFIXES:
+        if word.startswith(prefix) and len(word) - len(prefix) >= 5:
+            return word[len(prefix):]
+    return None
 
 
 def plain_variant(raw_word):
@@ -149,21 +178,40 @@ def index_text(text, vocab):
     return " ".join(out)
 
 
-def query_terms(question, vocab):
-    """The content words of a question, each with its alternatives (stem, compound parts).
+TRUNCATE = 6  # loose matching: words of 7+ letters also match any word with the same first 6
 
-    Returns a list of (word, stem_alternatives, parts) with stopwords dropped, in order, unique.
+
+@dataclass(frozen=True)
+class Term:
+    """One content word of a question and what may stand for it in a chunk."""
+    word: str
+    exact: tuple  # the word and its stem
+    loose: tuple  # + compound parts, their stems, the separable-verb stem
+    prefix: str = None  # first TRUNCATE letters ("aufbewahrt" ~ "aufbewahrung"), or None
+
+    def found_in(self, tokens):
+        """Does a chunk with these search tokens contain this term (in the loose sense)?"""
+        if not tokens.isdisjoint(self.loose):
+            return True
+        return self.prefix is not None and any(t.startswith(self.prefix) for t in tokens)
+
+
+def query_terms(question, vocab):
+    """The content words of a question, stopwords dropped, in order, unique.
+
     Example: query_terms("Wie lang ist die Kuendigungsfrist?", {"kuendigung", "frist"})
-             -> [("lang", ["lang"], []), ("kuendigungsfrist", ["kuendigungsfrist"], ["kuendigung", "frist"])]
+             -> [Term("kuendigungsfrist", ("kuendigungsfrist",),
+                      ("kuendigungsfrist", "kuendigung", "frist"), prefix="kuendi")]
     """
     terms, seen = [], set()
     for word in words(question):
         if word in STOPWORDS or word in seen:
             continue
         seen.add(word)
-        variants = list(dict.fromkeys([word, stem(word)]))
-        parts = [p for p in split_compound(word, vocab)]
-        terms.append((word, variants, parts))
+        exact = tuple(dict.fromkeys([word, stem(word)]))
+        loose = tuple(expand(word, vocab))
+        prefix = word[:TRUNCATE] if len(word) > TRUNCATE and word.isalpha() else None
+        terms.append(Term(word, exact, tuple(dict.fromkeys(exact + loose)), prefix))
     return terms
 
 

@@ -1,14 +1,17 @@
 """Talking to a running llama-server: health, chat template, streamed completions.
 
-    for piece in stream_answer("http://127.0.0.1:8080", prompt, chat=False):
+    for piece in stream_answer("http://127.0.0.1:8080", prompt, chat=False, max_tokens=160):
         print(piece, end="")
 
 `/v1/chat/completions` when the model has a chat template (the server applies it), else the
-post's plain prompt on `/v1/completions`. Streaming is Server-Sent Events: one `data: {…}` line
-per token, the last chunk carries `finish_reason` and `timings`, then `data: [DONE]`.
+post's plain prompt on `/v1/completions`, where a small base model rambles and repeats itself:
+there the answer is held to one line (a GBNF grammar) and stops at an invented source block.
+Streaming is Server-Sent Events: one `data: {…}` line per token, the last chunk carries
+`finish_reason` and `timings`, then `data: [DONE]`.
 Every request has a timeout; every failure becomes LLMError with one German line.
 
-Does not handle: authentication (--api-key), tool calls, several choices.
+Does not handle: authentication (--api-key), tool calls, several choices, multi-line answers
+from the plain prompt (drop ONE_LINE for those).
 """
 import json
 
@@ -16,9 +19,13 @@ import requests
 
 CONNECT_TIMEOUT = 5  # seconds to reach the server
 READ_TIMEOUT = 120  # seconds the server may stay silent between two tokens
-MAX_TOKENS = 256  # answer length limit
 TEMPERATURE = 0.0  # deterministic answers
-STOP = ["\nFrage:", "\n\n\n", "<end_of_turn>"]  # the plain prompt's turn ends here
+DRY_MULTIPLIER = 0.8  # "don't repeat yourself" sampler against loops (0 = off)
+# Plain prompt only. Measured with Gemma 3 270M base on 10 wiki questions, one line + DRY against the
+# old stop strings: about 20 instead of 157 tokens per answer, 0 instead of 6 answers stuck in a loop.
+# (DRY alone: 4 loops; repeat_penalty 1.3: no loops, but answers drifted off the sources.)
+ONE_LINE = r'root ::= [^\n]+ "\n"'  # GBNF: one line of text, then the model has to stop
+STOP = ["<<<"]  # the model started to write a source block of its own
 
 
 class LLMError(Exception):
@@ -74,14 +81,15 @@ def error_text(payload):
     return str(error)
 
 
-def stream_answer(url, prompt, chat, max_tokens=MAX_TOKENS, timings=None):
+def stream_answer(url, prompt, chat, max_tokens, timings=None):
     """Yield the answer text as it is generated; fill `timings` (a dict) from the last chunk."""
     endpoint = "/v1/chat/completions" if chat else "/v1/completions"
-    body = {"stream": True, "max_tokens": max_tokens, "temperature": TEMPERATURE, "cache_prompt": True}
+    body = {"stream": True, "max_tokens": max_tokens, "temperature": TEMPERATURE, "dry_multiplier": DRY_MULTIPLIER,
+            "cache_prompt": True}
     if chat:
         body["messages"] = [{"role": "user", "content": prompt}]
     else:
-        body.update(prompt=prompt, stop=STOP)
+        body.update(prompt=prompt, grammar=ONE_LINE, stop=STOP)
     try:
         response = requests.post(url.rstrip("/") + endpoint, json=body, stream=True,
                                  timeout=(CONNECT_TIMEOUT, READ_TIMEOUT))
@@ -97,10 +105,12 @@ def stream_answer(url, prompt, chat, max_tokens=MAX_TOKENS, timings=None):
                 detail = error_text(response.json())
             except ValueError:
                 detail = response.text[:200]
-            raise LLMError(f"llama-server meldet HTTP {response.status_code}: {detail}")
+            raise LLMError(f"llama-server meldet HTTP {response.status_code}: {detail} – Server-Log prüfen")
         done = False
         try:
             for line in response.iter_lines():
+                if line.startswith(b"error:"):  # older llama-server: a separate SSE event
+                    line = b'data: {"error": ' + line[6:] + b"}"
                 if not line.startswith(b"data:"):
                     continue
                 data = line[5:].strip()
@@ -112,7 +122,8 @@ def stream_answer(url, prompt, chat, max_tokens=MAX_TOKENS, timings=None):
                 except ValueError:
                     raise LLMError("llama-server sendete einen unlesbaren Stream-Abschnitt – Server-Version prüfen")
                 if "error" in chunk:
-                    raise LLMError(f"llama-server meldet mitten in der Antwort einen Fehler: {error_text(chunk)}")
+                    raise LLMError(f"llama-server meldet mitten in der Antwort einen Fehler: {error_text(chunk)} – "
+                                   f"Server-Log prüfen, ggf. mit größerem Kontext (-c) neu starten")
                 if timings is not None and chunk.get("timings"):
                     timings.update(chunk["timings"])
                 for choice in chunk.get("choices") or []:

@@ -14,6 +14,7 @@ Tables (schema version 1):
 Does not handle: concurrent writers (one build_index.py at a time; readers are fine, WAL).
 """
 import json
+import os
 import sqlite3
 import struct
 from array import array
@@ -59,6 +60,9 @@ def unpack(blob):
 
 
 def has_fts5():
+    """Does this Python's SQLite have FTS5? RAG_NO_FTS5=1 pretends it does not (for tests)."""
+    if os.environ.get("RAG_NO_FTS5"):
+        return False
     try:
         sqlite3.connect(":memory:").execute("CREATE VIRTUAL TABLE t USING fts5(x)")
         return True
@@ -68,7 +72,6 @@ def has_fts5():
 
 def connect(path, create=False):
     """Open the index. create=False: it must exist and be ours (else StoreError)."""
-    import os
     if not create and not os.path.exists(path):
         raise StoreError(f"Index {path} fehlt – zuerst bauen mit: python3 build_index.py")
     try:
@@ -80,7 +83,7 @@ def connect(path, create=False):
     except sqlite3.DatabaseError as exc:
         raise StoreError(f"{path} ist keine gültige Index-Datenbank ({exc}) – neu bauen mit: "
                           f"python3 build_index.py --rebuild")
-    if tables and "meta" not in tables or (not create and not tables):
+    if (tables and "meta" not in tables) or (not create and not tables):
         raise StoreError(f"{path} ist kein Index dieses Projekts – neu bauen mit: python3 build_index.py --rebuild")
     if create:
         conn.executescript(SCHEMA)

@@ -30,6 +30,9 @@ FAKE_EMBEDDING = textwrap.dedent('''\
     """Fake llama-embedding: keyword-count vectors, in llama-embedding's JSON format.
 
     FAKE_EMBED_MODE: ok (default) | crash | hang | short | garbage; FAKE_EMBED_LOG: append argv here.
+    FAKE_EMBED_ONLY_IF: apply FAKE_EMBED_MODE only to calls with a prompt containing this text.
+    FAKE_EMBED_DELAY: sleep this many seconds per call; FAKE_EMBED_PROMPTS: append each prompt (JSON).
+    FAKE_EMBED_CHECK_CTX=1: fail like llama.cpp when a prompt has more UTF-8 bytes than -c.
     """
     import json, math, os, sys, time
     args = sys.argv[1:]
@@ -39,6 +42,15 @@ FAKE_EMBEDDING = textwrap.dedent('''\
             log.write(json.dumps(args) + "\\n")
     text = open(args[args.index("-f") + 1], encoding="utf-8").read()
     prompts = text.split(args[args.index("--embd-separator") + 1])
+    if os.environ.get("FAKE_EMBED_ONLY_IF") and not any(os.environ["FAKE_EMBED_ONLY_IF"] in p for p in prompts):
+        mode = "ok"
+    if os.environ.get("FAKE_EMBED_PROMPTS"):
+        with open(os.environ["FAKE_EMBED_PROMPTS"], "a", encoding="utf-8") as log:
+            log.writelines(json.dumps(p, ensure_ascii=False) + "\\n" for p in prompts)
+    time.sleep(float(os.environ.get("FAKE_EMBED_DELAY", "0")))
+    too_long = max(len(p.encode("utf-8")) for p in prompts) > int(args[args.index("-c") + 1])
+    if os.environ.get("FAKE_EMBED_CHECK_CTX") and too_long:
+        print("input is too large to process. increase the physical batch size", file=sys.stderr); sys.exit(1)
     if mode == "crash":
         print("GGML_ASSERT failed", file=sys.stderr); sys.exit(134)
     if mode == "hang":

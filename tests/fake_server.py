@@ -1,0 +1,137 @@
+"""A fake llama-server in a thread: the same endpoints and bytes, an answer a test chooses.
+
+    with FakeLlamaServer(answer=["Mit cm", " [1]."]) as server:
+        run_script("ask_rag.py", "Frage?", env={"LLAMA_SERVER_URL": server.url, ...})
+        server.requests[-1]["path"]   # -> "/v1/completions"
+
+What it copies from llama-server (captured from the real one): GET /health ({"status":"ok"} or
+503 "Loading model"), GET /props (the model's chat template, or llama-server's ChatML fallback
+when the model has none), and POST /v1/completions and /v1/chat/completions streamed as
+Server-Sent Events over chunked HTTP/1.1: one `data: {…}` event per piece, a last chunk with
+finish_reason "stop" and "timings", then `data: [DONE]`.
+
+mode   ok          the answer, as above
+       error       half the answer, then `data: {"error": {"code": 500, …}}` (as llama-server)
+       error-event half the answer, then `error: {"code": 500, …}` (as older llama-server builds)
+       no-done     the whole answer, the stream ends cleanly but without `data: [DONE]`
+       cut         half the answer, then the connection closes mid-stream (a crashed server)
+       http-500    HTTP 500 with llama-server's JSON error body, no stream
+       stall       headers and the first half of the answer, then silence until the `with` ends
+
+Does not handle: non-streaming requests, tokenisation, anything the scripts do not call.
+"""
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+FALLBACK_TEMPLATE = ("{%- for message in messages -%}\n  {{- '<|im_start|>' + message.role + '\n' + message.content"
+                     " + '<|im_end|>\n' -}}\n{%- endfor -%}\n{%- if add_generation_prompt -%}\n"
+                     "  {{- '<|im_start|>assistant\n' -}}\n{%- endif -%}")  # as llama-server reports it
+GEMMA_TEMPLATE = "{{ bos_token }}{%- for message in messages -%}<start_of_turn>{{ message.role }}\n…"
+MODEL_PATH = "/models/fake-llm.gguf"
+ERROR = {"code": 500, "message": "KV-Cache voll", "type": "server_error"}  # a mid-stream failure
+TIMINGS = {"cache_n": 0, "prompt_n": 120, "prompt_ms": 80.0, "prompt_per_token_ms": 0.67,
+           "prompt_per_second": 1500.0, "predicted_n": 5, "predicted_ms": 50.0,
+           "predicted_per_token_ms": 10.0, "predicted_per_second": 100.0}
+
+
+class FakeLlamaServer:
+    def __init__(self, answer=("Mit cyradm", " [1]."), mode="ok", health=200, template=FALLBACK_TEMPLATE):
+        self.answer, self.mode, self.health, self.template = list(answer), mode, health, template
+        self.requests = []  # {"method", "path", "body"} in arrival order
+        self.streaming = threading.Event()  # set when a completion request arrived
+        self.release = threading.Event()  # ends a stall
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), make_handler(self))
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+
+    def completions(self):
+        return [r for r in self.requests if r["path"].endswith("completions")]
+
+    def __enter__(self):
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+        return self
+
+    def __exit__(self, *exc):
+        self.release.set()
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+def chunk(piece, chat, finish=None):
+    """One streamed event. Example: chunk("Hi", chat=False) -> {"choices": [{"text": "Hi", …}], …}"""
+    choice = {"delta": {"content": piece} if piece else {}} if chat else {"text": piece or "", "logprobs": None}
+    data = {"choices": [{**choice, "index": 0, "finish_reason": finish}], "model": MODEL_PATH,
+            "object": "chat.completion.chunk" if chat else "text_completion", "id": "chatcmpl-fake"}
+    if finish:
+        data["timings"] = TIMINGS
+    return data
+
+
+def make_handler(fake):
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"  # chunked streaming, as llama-server
+
+        def log_message(self, *args):  # keep pytest output clean
+            pass
+
+        def send_json(self, status, payload):
+            body = json.dumps(payload).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json; charset=utf-8")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def send_event(self, payload, field=b"data"):
+            data = field + b": " + (payload if isinstance(payload, bytes) else json.dumps(payload).encode()) + b"\n\n"
+            self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+            self.wfile.flush()
+
+        def do_GET(self):
+            fake.requests.append({"method": "GET", "path": self.path, "body": None})
+            if fake.health != 200:
+                self.send_json(fake.health, {"error": {"code": fake.health, "message": "Loading model",
+                                                       "type": "unavailable_error"}})
+            elif self.path == "/health":
+                self.send_json(200, {"status": "ok"})
+            elif self.path == "/props":
+                self.send_json(200, {"model_path": MODEL_PATH, "model_alias": MODEL_PATH, "total_slots": 1,
+                                     "chat_template": fake.template, "build_info": "b0-fake"})
+            else:
+                self.send_json(404, {"error": {"code": 404, "message": "File Not Found", "type": "not_found_error"}})
+
+        def do_POST(self):
+            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            fake.requests.append({"method": "POST", "path": self.path, "body": body})
+            fake.streaming.set()
+            chat = self.path == "/v1/chat/completions"
+            if fake.mode == "http-500":
+                return self.send_json(500, {"error": {"code": 500, "message": "failed to decode the batch",
+                                                      "type": "server_error"}})
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            pieces = fake.answer if fake.mode in ("ok", "no-done") else fake.answer[:max(1, len(fake.answer) // 2)]
+            if chat:
+                self.send_event({"choices": [{"finish_reason": None, "index": 0,
+                                              "delta": {"role": "assistant", "content": None}}]})
+            for piece in pieces:
+                self.send_event(chunk(piece, chat))
+            if fake.mode == "stall":
+                fake.release.wait(60)
+            elif fake.mode == "error":
+                self.send_event({"error": ERROR})
+            elif fake.mode == "error-event":
+                self.send_event(ERROR, field=b"error")
+            elif fake.mode == "cut":
+                self.close_connection = True
+                return  # no terminating chunk: the client sees a broken stream
+            else:
+                self.send_event(chunk("", chat, finish="stop"))
+                if fake.mode == "ok":
+                    self.send_event(b"[DONE]")
+            self.wfile.write(b"0\r\n\r\n")
+            self.close_connection = True
+
+    return Handler

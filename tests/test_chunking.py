@@ -1,0 +1,95 @@
+"""Chunking edge cases (German wiki pages), checked against chunks a reader can write down.
+
+Each case goes through read_page (bytes -> text) and chunk_page (text -> [(heading path, content)]),
+the same two steps build_index.py runs for every page.
+"""
+import unicodedata
+
+import pytest
+
+import build_index
+from rag import embedder
+
+CASES = {
+    "umlauts-and-sz": ("# Größe der Postfächer\n\nÜbersicht: Maße, Grüße, Straße.\n".encode(),
+                       [("Größe der Postfächer", "Übersicht: Maße, Grüße, Straße.")]),
+    "umlauts-decomposed-nfd": (unicodedata.normalize("NFD", "# Grüße\n\nÄrger über Löschung").encode(),
+                               [("Grüße", "Ärger über Löschung")]),
+    "empty-file": (b"", []),
+    "only-whitespace": (b"\n  \n\t\n", []),
+    "headings-only": ("# Drucker\n\n## Treiber\n\n### Fehlercodes\n".encode(), []),
+    "front-matter-only": (b"---\ntitle: VPN\ntags: [netz]\n---\n", []),
+    "front-matter-title-and-h1": (b"---\ntitle: VPN\n---\n# VPN\n\nClient starten.\n\n## Linux\n\nopenvpn\n",
+                                  [("VPN", "Client starten."), ("VPN \u203a Linux", "openvpn")]),
+    "utf8-bom": ("\ufeff# Übersicht\n\nText".encode(), [("Übersicht", "Text")]),
+    "crlf-line-endings": (b"# Mail\r\n\r\nZeile eins\r\nZeile zwei\r\n\r\n## Quota\r\n\r\n2 GB\r\n",
+                          [("Mail", "Zeile eins\nZeile zwei"), ("Mail \u203a Quota", "2 GB")]),
+    "old-mac-cr": (b"# Mail\r\rText\r", [("Mail", "Text")]),
+    "headings-in-fenced-code-are-not-headings": (
+        b"# Backup\n\n```bash\n# kein Titel\nrsync -a /a /b\n\n# auch kein Titel\n```\n",
+        [("Backup", "```bash\n# kein Titel\nrsync -a /a /b\n\n# auch kein Titel\n```")]),
+    "tilde-fence-inside-backtick-fence": (
+        b"# A\n\n```\n~~~\n# nein\n```\n\n## B\n\nText\n",
+        [("A", "```\n~~~\n# nein\n```"), ("A \u203a B", "Text")]),
+    "closing-hashes-and-csharp": (b"## Quota ##\n\nText\n\n# Sprache C#\n\nMehr\n",
+                                  [("Quota", "Text"), ("Sprache C#", "Mehr")]),
+    "heading-path-goes-back-up": (b"# A\n\n## B\n\nb\n\n### C\n\nc\n\n## D\n\nd\n",
+                                  [("A \u203a B", "b"), ("A \u203a B \u203a C", "c"), ("A \u203a D", "d")]),
+    "hashtag-is-no-heading": (b"#wichtig bitte lesen\n", [("", "#wichtig bitte lesen")]),
+    "short-paragraphs-share-a-chunk": (b"# A\n\neins\n\nzwei\n", [("A", "eins\n\nzwei")]),
+}
+
+
+def chunks_of(tmp_path, data, max_chars=build_index.MAX_CHARS):
+    page = tmp_path / "seite.md"
+    page.write_bytes(data)
+    text, _ = build_index.read_page(page, "seite.md")
+    return build_index.chunk_page(text, max_chars)
+
+
+@pytest.mark.parametrize("data, expected", CASES.values(), ids=CASES.keys())
+def test_german_edge_cases(tmp_path, data, expected):
+    assert chunks_of(tmp_path, data) == expected
+
+
+def sentences(n):
+    return " ".join(f"Satz {i} über die Größe der Postfächer im Rechenzentrum." for i in range(n))
+
+
+@pytest.mark.parametrize("paragraph", [
+    sentences(60),  # far longer than a chunk: cut at sentence ends
+    "Wort " * 700,  # no sentence end: cut at spaces
+    "x" * 3000,  # no space at all: hard cut
+    "\n".join(f"- Punkt {i}: Drucker neu starten." for i in range(120)),  # a long list keeps its lines
+], ids=["sentences", "words", "one-word", "list-lines"])
+def test_long_paragraph_is_split_without_losing_text(tmp_path, paragraph):
+    chunks = chunks_of(tmp_path, f"# Lang\n\n{paragraph}\n".encode(), max_chars=500)
+    assert len(chunks) > 1
+    assert all(heading == "Lang" and 0 < len(content) <= 500 for heading, content in chunks)
+    if " " in paragraph:
+        assert " ".join(c for _, c in chunks).split() == paragraph.split()
+    else:  # hard cuts
+        assert "".join(c for _, c in chunks) == paragraph
+    if "\n" in paragraph:
+        assert all(line.startswith("- Punkt") for _, c in chunks for line in c.split("\n"))
+
+
+def test_sentence_ends_are_preferred_cuts():
+    text = sentences(30)
+    assert all(piece.endswith(".") for piece in build_index.split_long(text, 300))
+
+
+@pytest.mark.parametrize("word", ["Größe ", "Übergabeprotokoll ", "😀 "])
+def test_chunk_longer_than_the_model_context_is_split_further(word):
+    paragraph = (word * (20000 // len(word))).strip()  # fits --max-chars, not the context (multi-byte)
+    chunks = build_index.chunk_page(f"# Lang\n\n{paragraph}", max_chars=20000)
+    assert len(chunks) > 1
+    assert all(embedder.fits(build_index.embedded_text(h, c)) for h, c in chunks)
+    assert " ".join(c for _, c in chunks).split() == paragraph.split()
+
+
+def test_chunking_is_deterministic_and_respects_max_chars(tmp_path):
+    data = ("# Handbuch\n\n" + "\n\n".join(sentences(i % 7 + 1) for i in range(40))).encode()
+    first, second = chunks_of(tmp_path, data, 400), chunks_of(tmp_path, data, 400)
+    assert first == second
+    assert all(len(content) <= 400 for _, content in first)

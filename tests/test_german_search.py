@@ -1,0 +1,210 @@
+"""German-aware search: folding, compounds, stems, headings, the cascade, the floor, determinism.
+
+The search text functions are tested directly (tiny inputs, readable outputs); the ranking is
+tested through ask_rag.py --retrieve-only --mode lexical on small wikis, as a reader runs it.
+"""
+import json
+import sqlite3
+import unicodedata
+
+import pytest
+
+from conftest import load_json, run_script, write_wiki
+from rag import german
+
+VOCAB = german.learn_vocabulary(["Kündigung Frist Zahlung Bedingungen Ersatzteil Drucker Warteschlange"])
+
+
+# -- the search text ------------------------------------------------------------------------------
+@pytest.mark.parametrize("spelling", ["Schnösel", "Schnoesel", "SCHNÖSEL", "schnoesel",
+                                      unicodedata.normalize("NFD", "Schnösel")])
+def test_fold_meets_every_spelling(spelling):
+    assert german.fold(spelling) == "schnoesel"
+
+
+@pytest.mark.parametrize("raw, folded", [("Straße", "strasse"), ("GROSS", "gross"), ("Größe", "groesse"),
+                                         ("Übergabe", "uebergabe"), ("Ärger", "aerger")])
+def test_fold_eszett_and_umlauts(raw, folded):
+    assert german.fold(raw) == folded
+
+
+def test_index_text_adds_the_plain_vowel_spelling():
+    tokens = german.index_text("Kündigungsfrist", VOCAB).split()
+    assert "kuendigungsfrist" in tokens and "kundigungsfrist" in tokens
+
+
+@pytest.mark.parametrize("word, parts", [
+    ("kuendigungsfrist", ["kuendigung", "frist"]),  # linking s
+    ("zahlungsbedingungen", ["zahlung", "bedingungen"]),
+    ("druckerwarteschlange", ["drucker", "warteschlange"]),  # no linking element
+    ("datenschutzbeauftragter", ["daten", "schutz", "beauftragter"]),  # built-in words, three parts
+])
+def test_compounds_split_against_the_vocabulary(word, parts):
+    assert german.split_compound(word, VOCAB) == parts
+
+
+@pytest.mark.parametrize("word", ["drucker", "frist", "mailbox", "passwortxyz"])
+def test_words_that_do_not_split(word):
+    assert german.split_compound(word, VOCAB) == []
+
+
+@pytest.mark.parametrize("a, b", [("ersatzteilen", "ersatzteile"), ("bedingungen", "bedingung"),
+                                  ("mailboxen", "mailbox"), ("legen", "lege")])
+def test_stems_meet(a, b):
+    assert german.stem(a) == german.stem(b)
+
+
+def test_separable_verb_meets_its_infinitive():
+    assert "lege" in german.expand("anlegen", set())
+
+
+def test_query_terms_drop_stopwords_and_keep_alternatives():
+    terms = german.query_terms("Wie lang ist die Kuendigungsfrist für den Drucker?", VOCAB)
+    assert [t.word for t in terms] == ["kuendigungsfrist", "drucker"]
+    assert {"kuendigung", "frist"} <= set(terms[0].loose)
+    assert terms[0].prefix == "kuendi" and terms[1].prefix == "drucke"
+
+
+# -- ranking through ask_rag.py -------------------------------------------------------------------
+WIKI = {
+    "vertraege/dienstleister.md": """\
+        # Rahmenvertrag Dienstleister
+
+        ## § 4 Zahlungsbedingungen
+
+        Rechnungen sind innerhalb von 30 Tagen ohne Abzug zu begleichen.
+
+        ## § 7 Kündigung
+
+        Die Kündigungsfrist beträgt drei Monate zum Quartalsende.
+        """,
+    "hardware/ersatzteile.md": """\
+        # Ersatzteile
+
+        Netzteile, Akkus und Tastaturen liegen im Lager im Keller.
+        """,
+    "arbeitsplatz/drucker.md": """\
+        # Drucker
+
+        Die Druckerwarteschlange leert der Helpdesk. Toner liegt im Kopierraum.
+        """,
+    "mail/groesse.md": """\
+        # Postfachgröße
+
+        Jedes Postfach darf 2 GB groß sein.
+        """,
+    "allgemein/heading-only.md": """\
+        # Schlüsselausgabe
+
+        Montags von 9 bis 11 Uhr im Raum 0.12.
+        """,
+}
+
+
+@pytest.fixture
+def lexical_index(tmp_path, fake_embedding):
+    wiki = write_wiki(tmp_path / "wiki", WIKI)
+    result = run_script("build_index.py", "--wiki", wiki, env=fake_embedding)
+    assert result.returncode == 0, result.stderr
+    return fake_embedding
+
+
+def top(env, question, mode="lexical"):
+    result = run_script("ask_rag.py", "--retrieve-only", "--json", "--mode", mode, question, env=env)
+    assert result.returncode == 0, result.stderr
+    return load_json(result.stdout)
+
+
+@pytest.mark.parametrize("question, path, heading_end", [
+    ("Kuendigungsfrist Dienstleister", "vertraege/dienstleister.md", "§ 7 Kündigung"),  # ae/oe/ue typed
+    ("Kundigungsfrist", "vertraege/dienstleister.md", "§ 7 Kündigung"),  # plain vowel typed
+    ("Welche Frist gilt?", "vertraege/dienstleister.md", "§ 7 Kündigung"),  # part -> compound
+    ("Frist für die Kündigung", "vertraege/dienstleister.md", "§ 7 Kündigung"),  # split -> compound
+    ("Was ist die Zahlungsfrist?", "vertraege/dienstleister.md", "§ 4 Zahlungsbedingungen"),  # compound -> heading part
+    ("Gibt es Ersatzteilen im Lager?", "hardware/ersatzteile.md", "Ersatzteile"),  # stem
+    ("Warteschlange leeren", "arbeitsplatz/drucker.md", "Drucker"),  # compound in the text -> part
+    ("Wie groß darf das Postfach sein", "mail/groesse.md", "Postfachgröße"),  # ß and ö
+    ("Schluesselausgabe", "allgemein/heading-only.md", "Schlüsselausgabe"),  # only in the heading
+])
+def test_german_question_finds_its_section(lexical_index, question, path, heading_end):
+    out = top(lexical_index, question)
+    best = out["sources"][0]
+    assert (best["path"], best["heading"].split(" › ")[-1]) == (path, heading_end), out["sources"]
+
+
+def test_strategy_is_reported(lexical_index):
+    assert top(lexical_index, "Kündigungsfrist")["strategy"] == "strict"
+    assert top(lexical_index, "Zahlungsfrist")["strategy"] in ("compound", "or")
+
+
+def test_explain_shows_search_text_strategy_and_ranks(lexical_index):
+    result = run_script("ask_rag.py", "--retrieve-only", "--explain", "Kuendigungsfrist", env=lexical_index)
+    assert result.returncode == 0, result.stderr
+    assert "Suchtext:" in result.stdout and "kuendigungsfrist" in result.stdout
+    assert "Suchstufe: strict" in result.stdout and "lexical#1" in result.stdout
+
+
+def test_out_of_wiki_question_is_refused_without_llm(lexical_index):
+    # The server URL points nowhere: a refusal must not even try to reach it.
+    env = {**lexical_index, "LLAMA_SERVER_URL": "http://127.0.0.1:9"}
+    result = run_script("ask_rag.py", "--json", "Was gibt es heute in der Kantine?", env=env)
+    assert result.returncode == 0, result.stderr
+    out = load_json(result.stdout)
+    assert out["answer"] == "Dazu habe ich keine Information."
+    assert out["llm_called"] is False and out["weak_evidence"] is True
+    assert isinstance(out["sources"], list)
+
+
+def test_in_wiki_question_passes_the_floor(lexical_index):
+    out = top(lexical_index, "Wie lang ist die Kündigungsfrist?", mode="hybrid")
+    assert out["weak_evidence"] is False
+
+
+def test_ranking_identical_across_eight_reindex_runs(tmp_path, fake_embedding):
+    wiki = write_wiki(tmp_path / "wiki", WIKI)
+    seen = set()
+    for run in range(8):
+        db = tmp_path / f"k{run}.db"
+        env = {**fake_embedding, "RAG_DB": str(db)}
+        assert run_script("build_index.py", "--wiki", wiki, env=env).returncode == 0
+        out = top(env, "Frist Drucker Postfach Lager", mode="hybrid")
+        seen.add(json.dumps([(s["path"], s["chunk_index"], s["score"]) for s in out["sources"]]))
+    assert len(seen) == 1
+
+
+def test_at_most_max_per_file_chunks(lexical_index):
+    result = run_script("ask_rag.py", "--retrieve-only", "--json", "--top-k", "4", "--max-per-file", "1",
+                        "Zahlungsbedingungen Kündigung Drucker Ersatzteile", env=lexical_index)
+    paths = [s["path"] for s in load_json(result.stdout)["sources"]]
+    assert len(paths) == len(set(paths)) >= 3
+
+
+def test_index_without_fts5_falls_back_to_vectors(tmp_path, fake_embedding):
+    wiki = write_wiki(tmp_path / "wiki", WIKI)
+    env = {**fake_embedding, "RAG_NO_FTS5": "1"}
+    build = run_script("build_index.py", "--wiki", wiki, env=env)
+    assert build.returncode == 0 and "kein FTS5" in build.stderr
+    conn = sqlite3.connect(fake_embedding["RAG_DB"])
+    assert conn.execute("SELECT name FROM sqlite_master WHERE name = 'fts'").fetchone() is None
+    lexical = run_script("ask_rag.py", "--retrieve-only", "--mode", "lexical", "Drucker", env=env)
+    assert lexical.returncode == 1 and "FTS5" in lexical.stderr and "Traceback" not in lexical.stderr
+    hybrid = run_script("ask_rag.py", "--retrieve-only", "--json", "Drucker", env=env)
+    assert hybrid.returncode == 0 and load_json(hybrid.stdout)["mode"] == "vector"
+
+
+# -- evaluate.py ----------------------------------------------------------------------------------
+def test_evaluate_prints_the_table_and_json(tmp_path, lexical_index):
+    questions = tmp_path / "q.jsonl"
+    questions.write_text("\n".join(json.dumps(q, ensure_ascii=False) for q in [
+        {"question": "Kuendigungsfrist", "expected": [{"file": "vertraege/dienstleister.md", "heading": "§ 7 Kündigung"}]},
+        {"question": "Zahlungsfrist", "expected": [{"file": "vertraege/dienstleister.md", "heading": "§ 4 Zahlungsbedingungen"}]},
+        {"question": "Was gibt es heute in der Kantine?", "expected": []},
+    ]), encoding="utf-8")
+    table = run_script("evaluate.py", "--questions", questions, env=lexical_index)
+    assert table.returncode == 0, table.stderr
+    assert "| hybrid" in table.stdout and "Recall@1" in table.stdout
+    out = load_json(run_script("evaluate.py", "--questions", questions, "--json", "--modes", "lexical",
+                               env=lexical_index).stdout)
+    lexical = out["modes"]["lexical"]
+    assert lexical["recall@1"] == 1.0 and lexical["mrr@10"] == 1.0
+    assert lexical["refused_out_of_wiki"] == 1.0 and lexical["refused_in_wiki"] == 0.0
