@@ -147,7 +147,7 @@ def main():
     parser = argparse.ArgumentParser(
         description="Beantwortet eine Frage aus dem Wiki-Index mit llama-server (RAG ohne Magie).",
         epilog="Umgebungsvariablen: RAG_DB, LLAMA_EMBEDDING, RAG_EMBED_MODEL, LLAMA_SERVER_URL, RAG_TOP_K, "
-               "RAG_MODE, RAG_FLOOR_COSINE, RAG_AUDIT.")
+               "RAG_MODE, RAG_VECTOR_WEIGHT, RAG_FLOOR_COSINE, RAG_AUDIT.")
     parser.add_argument("question", nargs="?", help="die Frage (in Anführungszeichen)")
     parser.add_argument("--db", default=config.env_str("RAG_DB", "knowledge.db"),
                         help="SQLite-Datei des Index (RAG_DB, Standard: knowledge.db)")
@@ -167,6 +167,9 @@ def main():
                         help=f"höchstens so viele Chunks einer Datei (Standard: {search.MAX_PER_FILE})")
     parser.add_argument("--floor-cosine", type=float, default=config.env_float("RAG_FLOOR_COSINE", None),
                         help="Kosinus-Schwelle der Relevanzprüfung (RAG_FLOOR_COSINE; Standard: im Index gespeichert)")
+    parser.add_argument("--vector-weight", type=float, default=config.env_float("RAG_VECTOR_WEIGHT", None),
+                        help=f"Gewicht der Vektorsuche im Hybrid-Modus (RAG_VECTOR_WEIGHT; Standard: im Index "
+                             f"gespeichert, sonst {search.VECTOR_WEIGHT})")
     parser.add_argument("--no-floor", action="store_true", help="Relevanzprüfung aus: immer das LLM fragen")
     parser.add_argument("--prompt-format", choices=("auto", "chat", "completion"), default="auto",
                         help="auto: Chat-Template, wenn der Server eines meldet; sonst Completion-Prompt")
@@ -209,10 +212,9 @@ def main():
     qvec = embed_question(question, args, meta) if args.mode != "lexical" else None
     timings["embed_s"] = round(time.monotonic() - t0, 3)
     t1 = time.monotonic()
-    floor = args.floor_cosine if args.floor_cosine is not None else (
-        float(meta["floor_cosine"]) if meta.get("floor_cosine") else None)
+    vector_weight, floor = search.index_settings(meta, args.vector_weight, args.floor_cosine)
     result = search.retrieve(conn, question, qvec, mode=args.mode, top_k=args.top_k,
-                             max_per_file=args.max_per_file, floor_cosine=floor)
+                             max_per_file=args.max_per_file, floor_cosine=floor, vector_weight=vector_weight)
     timings["retrieve_s"] = round(time.monotonic() - t1, 3)
     if args.no_floor:
         result.weak = False

@@ -233,13 +233,23 @@ def judge(result, floor_cosine):
     return result
 
 
+# Measured with `evaluate.py --tune` on eval/questions.jsonl (README "Suchqualität"), per embedding model.
+MEASURED = {"gemma-3-270m-q4_k_m.gguf": {"vector_weight": 0.01, "floor_cosine": 0.956}}
+
+
 def index_settings(meta, vector_weight=None, floor_cosine=None):
-    """(vector weight, cosine floor): the given value, else the one stored in the index by
-    `evaluate.py --tune --store` for its model, else the default (VECTOR_WEIGHT, no floor)."""
+    """(vector weight, cosine floor) for an index: the given value, else the one stored in the index
+    by `evaluate.py --tune --store`, else the measured one for its model (MEASURED), else the
+    default (VECTOR_WEIGHT, no cosine floor).
+
+    Example: index_settings({"embed_model": "gemma-3-270m-q4_k_m.gguf"}) -> (0.01, 0.956)
+    """
+    measured = MEASURED.get(meta.get("embed_model"), {})
     if vector_weight is None:
-        vector_weight = float(meta["vector_weight"]) if meta.get("vector_weight") else VECTOR_WEIGHT
-    if floor_cosine is None and meta.get("floor_cosine"):
-        floor_cosine = float(meta["floor_cosine"])
+        vector_weight = float(meta.get("vector_weight") or measured.get("vector_weight", VECTOR_WEIGHT))
+    if floor_cosine is None:
+        stored = meta.get("floor_cosine")
+        floor_cosine = float(stored) if stored else measured.get("floor_cosine")
     return vector_weight, floor_cosine
 
 
