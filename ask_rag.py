@@ -48,10 +48,20 @@ def embed_question(question, args, meta):
         fail(f"der Index wurde mit {built} (Dimension {meta.get('dim')}) gebaut, eingestellt ist "
              f"{name} – dasselbe Modell angeben (--model/RAG_EMBED_MODEL) oder neu bauen: "
              f"python3 build_index.py --rebuild")
-    try:
-        vec = embedder.embed_texts([question], args.embedding_bin, args.model)[0]
-    except embedder.EmbeddingError as exc:
-        fail(str(exc))
+    if args.embed_via == "server":
+        from rag import llm
+        try:
+            vec, served = llm.server_embedding(args.server, question)
+        except llm.LLMError as exc:
+            fail(str(exc))
+        if built and served != built:
+            fail(f"llama-server rechnet mit {served}, der Index wurde mit {built} gebaut – Server mit demselben "
+                 f"Modell starten oder --embed-via binary verwenden")
+    else:
+        try:
+            vec = embedder.embed_texts([question], args.embedding_bin, args.model)[0]
+        except embedder.EmbeddingError as exc:
+            fail(str(exc))
     if meta.get("dim") and str(len(vec)) != meta["dim"]:
         fail(f"Frage-Vektor hat Dimension {len(vec)}, der Index {meta['dim']} – gleiches Modell verwenden "
              f"oder neu bauen: python3 build_index.py --rebuild")
@@ -147,7 +157,7 @@ def main():
     parser = argparse.ArgumentParser(
         description="Beantwortet eine Frage aus dem Wiki-Index mit llama-server (RAG ohne Magie).",
         epilog="Umgebungsvariablen: RAG_DB, LLAMA_EMBEDDING, RAG_EMBED_MODEL, LLAMA_SERVER_URL, RAG_TOP_K, "
-               "RAG_MODE, RAG_VECTOR_WEIGHT, RAG_FLOOR_COSINE, RAG_AUDIT.")
+               "RAG_EMBED_VIA, RAG_MODE, RAG_VECTOR_WEIGHT, RAG_FLOOR_COSINE, RAG_AUDIT.")
     parser.add_argument("question", nargs="?", help="die Frage (in Anführungszeichen)")
     parser.add_argument("--db", default=config.env_str("RAG_DB", "knowledge.db"),
                         help="SQLite-Datei des Index (RAG_DB, Standard: knowledge.db)")
@@ -159,6 +169,9 @@ def main():
                         help="GGUF-Modell für die Frage-Embeddings, wie beim Index (RAG_EMBED_MODEL)")
     parser.add_argument("--server", default=config.env_str("LLAMA_SERVER_URL", config.DEFAULT_SERVER_URL),
                         help=f"URL von llama-server (LLAMA_SERVER_URL, Standard: {config.DEFAULT_SERVER_URL})")
+    parser.add_argument("--embed-via", choices=("binary", "server"), default=config.env_str("RAG_EMBED_VIA", "binary"),
+                        help="Frage einbetten mit llama-embedding (binary, Standard) oder mit dem laufenden "
+                             "llama-server, gestartet mit --embeddings --pooling mean (server: spart ~1 s; RAG_EMBED_VIA)")
     parser.add_argument("--top-k", type=int, default=config.env_int("RAG_TOP_K", TOP_K),
                         help=f"Anzahl Chunks im Prompt (RAG_TOP_K, Standard: {TOP_K})")
     parser.add_argument("--mode", choices=search.MODES, default=config.env_str("RAG_MODE", "hybrid"),

@@ -60,7 +60,8 @@ def build_command(binary, model, prompt_file, n_ctx, threads=None):
     cmd = [binary, "-m", model, "-f", prompt_file,
            "--pooling", POOLING, "--embd-normalize", "2", "--embd-output-format", "json",
            "--embd-separator", SEPARATOR,
-           "-c", str(n_ctx), "-b", str(n_ctx), "-ub", str(n_ctx)]
+           "-c", str(n_ctx), "-b", str(n_ctx), "-ub", str(n_ctx),
+           "--no-warmup"]  # the warm-up decode costs ~2 s per process and changes no vector
     if threads:
         cmd += ["-t", str(threads)]
     return cmd

@@ -4,7 +4,9 @@
     python3 scripts/demo.py                       # the example question
     python3 scripts/demo.py "Wie richte ich VPN unter Linux ein?"
 
-Uses the same scripts a reader runs by hand; the server is always stopped at the end.
+Uses the same scripts a reader runs by hand; the server is always stopped at the end. The server is
+started with --embeddings --pooling mean, so ask_rag.py embeds the question there (same vectors
+as llama-embedding, without loading the model once more).
 """
 import os
 import subprocess
@@ -31,10 +33,11 @@ def main():
     log = ROOT / "llama-server.log"
     print("[demo] starte llama-server auf 127.0.0.1 …", file=sys.stderr, flush=True)
     try:
-        with ServerProcess(log_path=str(log)) as server:
+        with ServerProcess(log_path=str(log), embeddings=True) as server:  # also embeds the question
             print(f"[demo] llama-server bereit: {server.url}\n", file=sys.stderr, flush=True)
             print(f"Frage: {question}\n", flush=True)
-            run([sys.executable, "ask_rag.py", question], env={**os.environ, "LLAMA_SERVER_URL": server.url})
+            run([sys.executable, "ask_rag.py", question],
+                env={**os.environ, "LLAMA_SERVER_URL": server.url, "RAG_EMBED_VIA": "server"})
     except RuntimeError as exc:
         sys.exit(f"Fehler: {exc}")
 

@@ -94,3 +94,25 @@ def test_real_server_down_is_one_line(indexed):
     assert result.returncode == 1
     assert "nicht erreichbar" in result.stderr and "Traceback" not in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_real_server_embeddings_rank_like_the_binary(indexed, real, tmp_path):
+    _, env, _ = indexed
+    binary = run_script("ask_rag.py", "--retrieve-only", "--json", QUESTION, env=env)
+    with ServerProcess(model=real["model"], binary=real["server"], embeddings=True,
+                       log_path=str(tmp_path / "server.log")) as server:
+        served = run_script("ask_rag.py", "--retrieve-only", "--json", "--embed-via", "server", QUESTION,
+                            env={**env, "LLAMA_SERVER_URL": server.url})
+    assert binary.returncode == 0 and served.returncode == 0, served.stderr
+    a, b = load_json(binary.stdout), load_json(served.stdout)
+    assert [(s["path"], s["chunk_index"]) for s in a["sources"]] == [(s["path"], s["chunk_index"]) for s in b["sources"]]
+    assert abs(a["best_cosine"] - b["best_cosine"]) < 1e-3
+
+
+def test_real_server_without_embeddings_is_one_line(indexed, real, tmp_path):
+    _, env, _ = indexed
+    with ServerProcess(model=real["model"], binary=real["server"], log_path=str(tmp_path / "server.log")) as server:
+        result = run_script("ask_rag.py", "--retrieve-only", "--embed-via", "server", QUESTION,
+                            env={**env, "LLAMA_SERVER_URL": server.url})
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert result.stderr.strip().count("\n") == 0 and "--embeddings" in result.stderr
