@@ -1,0 +1,205 @@
+#!/usr/bin/env python3
+"""How long a reader waits for the first answer token, step by step, on wiki/ with the real model.
+
+    python3 bench/ask_latency.py                   # 5 questions from eval/questions.jsonl
+    python3 bench/ask_latency.py --questions 1 --pages 3 --max-tokens 1 --json    # tiny (smoke test)
+
+wiki/ is indexed with the real llama-embedding into a temporary folder, a real llama-server is
+started on a free port, then every question runs `ask_rag.py --no-floor` as a reader does:
+
+  until 1st token   from starting the process to the first byte on stdout (the first answer piece)
+  embedding         the question's llama-embedding process    } from ask_rag.py's own timings,
+  retrieval         hybrid search in SQLite                   } read back from its audit log
+  first token       request sent to first streamed piece      }   (the server's prompt_n/prompt_ms too)
+  bare embedding    one llama-embedding process for the first question, as rag/embedder.py starts it
+                    and with extra flags (--no-warmup, -fit off, -t 1), median of --embed-repeat
+  rest              until 1st token − embedding − retrieval − first token: start, imports, /health,
+                    /props and the prompt; two parts of it measured on their own:
+    start           `python3 -c "import ask_rag, rag.llm"`: interpreter and imports (median of 3)
+    prompt          answer.build_prompt for the same sources, in this process (mean of 100)
+
+Each question is asked once: a repeat would hit llama-server's prompt cache. Medians over questions.
+
+Does not handle: a remote server, the chat template path (the default model has none).
+"""
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import common
+from common import ROOT
+
+import build_index  # noqa: E402  (common puts ROOT on sys.path)
+from rag import answer, config, embedder, search, store  # noqa: E402
+from rag.server_process import ServerProcess  # noqa: E402
+
+QUESTIONS = 5  # distinct questions, the first of eval/questions.jsonl
+EMBED_REPEAT = 5  # runs of the bare question embedding per llama-embedding setting
+MAX_TOKENS = 16  # answer length: the benchmark stops caring after the first token
+GOAL_EMBED_RETRIEVE_S = 1.0  # question embedding plus retrieval under one second
+
+
+def questions(limit):
+    with open(ROOT / "eval" / "questions.jsonl", encoding="utf-8") as f:
+        return [json.loads(line)["question"] for line in f if line.strip()][:limit]
+
+
+def copy_wiki(source, target, pages):
+    """Copy wiki/ (or its first `pages` pages) to target; returns target."""
+    for rel in build_index.find_pages(Path(source))[:pages]:
+        (target / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(Path(source) / rel, target / rel)
+    return target
+
+
+def until_first_byte(cmd, env, timeout=300):
+    """Seconds from start to the first byte on stdout; waits for the exit. Raises on failure."""
+    start = time.perf_counter()
+    process = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=ROOT)
+    first = process.stdout.read(1)
+    seconds = time.perf_counter() - start
+    _, err = process.communicate(timeout=timeout)
+    if process.returncode != 0 or not first:
+        raise SystemExit(f"Fehler: ask_rag.py endete mit Code {process.returncode}: {err.decode()[-300:]}")
+    return seconds
+
+
+def prompt_seconds(db, question, chunks):
+    """Mean time of answer.build_prompt for the chunks ask_rag.py used (from the audit log)."""
+    conn = store.connect(db)
+    ids = [conn.execute("SELECT id FROM docs WHERE path = ? AND chunk_index = ?", (c["path"], c["chunk_index"]))
+           .fetchone()[0] for c in chunks]
+    sources = search.load_sources(conn, ids)
+    ordered = [sources[i] for i in ids]
+    start = time.perf_counter()
+    for _ in range(100):
+        answer.build_prompt(question, ordered)
+    return (time.perf_counter() - start) / 100
+
+
+EMBED_VARIANTS = {  # extra llama-embedding flags for the bare question embedding
+    "wie rag/embedder.py": [],
+    "--no-warmup": ["--no-warmup"],
+    "-fit off": ["-fit", "off"],
+    "-t 1": ["-t", "1"],
+    "-t 1 -fit off --no-warmup": ["-t", "1", "-fit", "off", "--no-warmup"],
+}
+
+
+def question_embedding(binary, model, question, repeat):
+    """{variant: median seconds} of one llama-embedding process for one question, the variants
+    taking turns (so a busy moment hits all of them alike)."""
+    with tempfile.NamedTemporaryFile("w", encoding="utf-8", suffix=".txt") as f:
+        f.write(question)
+        f.flush()
+        cmd = embedder.build_command(binary, model, f.name, embedder.context_size([question]))
+        runs = {name: [] for name in EMBED_VARIANTS}
+        for _ in range(repeat):
+            for name, extra in EMBED_VARIANTS.items():
+                runs[name].append(common.measure(cmd + extra).seconds)
+    return {name: common.median(times) for name, times in runs.items()}
+
+
+def main():
+    parser = argparse.ArgumentParser(
+        description="Misst die Wartezeit bis zum ersten Antwort-Token, Schritt für Schritt.")
+    parser.add_argument("--wiki", default=str(ROOT / "wiki"), help="Wiki-Ordner (Standard: wiki/ des Projekts)")
+    parser.add_argument("--pages", type=int, help="nur die ersten N Seiten indexieren (Standard: alle)")
+    parser.add_argument("--questions", type=int, default=QUESTIONS,
+                        help=f"so viele Fragen aus eval/questions.jsonl (Standard: {QUESTIONS})")
+    parser.add_argument("--max-tokens", type=int, default=MAX_TOKENS, help=f"Antwortlänge (Standard: {MAX_TOKENS})")
+    parser.add_argument("--embedding-bin", default=config.default_embedding_bin(), help="Pfad zu llama-embedding")
+    parser.add_argument("--server-bin", default=config.default_server_bin(), help="Pfad zu llama-server")
+    parser.add_argument("--model", default=config.default_model(), help="GGUF-Modell für die Embeddings")
+    parser.add_argument("--llm-model", default=config.default_llm_model(), help="GGUF-Modell für llama-server")
+    parser.add_argument("--embed-repeat", type=int, default=EMBED_REPEAT,
+                        help=f"Läufe des nackten Frage-Embeddings je Einstellung "
+                             f"(Standard: {EMBED_REPEAT}; 0 = keine)")
+    parser.add_argument("--json", action="store_true", help="genau ein JSON-Objekt ausgeben")
+    args = parser.parse_args()
+    for path, what in ((args.embedding_bin, "llama-embedding"), (args.server_bin, "llama-server"),
+                       (args.model, "Modell"), (args.llm_model, "LLM-Modell")):
+        if not os.path.isfile(path):
+            raise SystemExit(f"Fehler: {what} nicht gefunden ({path}) – "
+                             f"einrichten mit: python3 scripts/setup_llama.py")
+    info = common.machine()
+    asked = questions(args.questions)
+    with tempfile.TemporaryDirectory(prefix="rag-bench-ask-") as tmp:
+        tmp = Path(tmp)
+        wiki, db, audit = copy_wiki(args.wiki, tmp / "wiki", args.pages), str(tmp / "knowledge.db"), tmp / "audit.jsonl"
+        env = {**os.environ, "LLAMA_EMBEDDING": args.embedding_bin, "RAG_EMBED_MODEL": args.model}
+        print("  Index bauen …", file=sys.stderr, flush=True)
+        build = common.measure([sys.executable, str(ROOT / "build_index.py"), "--rebuild", "--quiet",
+                                "--wiki", str(wiki), "--db", db], env=env)
+        start_s = common.median([common.measure(
+            [sys.executable, "-c", f"import sys; sys.path.insert(0, {str(ROOT)!r}); import ask_rag, rag.llm"]).seconds
+            for _ in range(3)])
+        rows = []
+        print("  llama-server starten …", file=sys.stderr, flush=True)
+        with ServerProcess(model=args.llm_model, binary=args.server_bin) as server:
+            for question in asked:
+                cmd = [sys.executable, str(ROOT / "ask_rag.py"), "--db", db, "--no-floor", "--audit", str(audit),
+                       "--max-tokens", str(args.max_tokens), question]
+                total = until_first_byte(cmd, {**env, "LLAMA_SERVER_URL": server.url})
+                entry = json.loads(audit.read_text(encoding="utf-8").splitlines()[-1])
+                t = entry["timings"]
+                rows.append({"question": question, "until_first_token_s": total, "embed_s": t["embed_s"],
+                             "retrieve_s": t["retrieve_s"], "first_token_s": t.get("first_token_s"),
+                             "prompt_n": t.get("prompt_n"), "prompt_ms": t.get("prompt_ms"),
+                             "prompt_build_s": prompt_seconds(db, question, entry["chunks"]),
+                             "rest_s": total - t["embed_s"] - t["retrieve_s"] - (t.get("first_token_s") or 0)})
+                print(f"  {total:.2f} s: {question}", file=sys.stderr, flush=True)
+    med = {k: common.median([r[k] for r in rows if r.get(k) is not None])
+           for k in ("until_first_token_s", "embed_s", "retrieve_s", "first_token_s", "prompt_n", "prompt_ms",
+                     "prompt_build_s", "rest_s")}
+    med["start_s"] = start_s
+    bare = question_embedding(args.embedding_bin, args.model, asked[0], args.embed_repeat) if args.embed_repeat else {}
+    med["embed_plus_retrieve_s"] = common.median([r["embed_s"] + r["retrieve_s"] for r in rows])
+    info["loadavg_end"] = common.loadavg()
+    report = {"benchmark": "ask_latency", "command": common.command_line(), "machine": info,
+              "params": {"wiki": args.wiki, "pages": args.pages, "questions": len(asked), "max_tokens": args.max_tokens,
+                         "embed_repeat": args.embed_repeat,
+                         "model": args.model, "llm_model": args.llm_model},
+              "build_s": build.seconds, "median": med, "questions": rows, "question_embedding_s": bare,
+              "goals": [{"goal": f"question embedding + retrieval < {GOAL_EMBED_RETRIEVE_S} s (median)",
+                         "met": med["embed_plus_retrieve_s"] < GOAL_EMBED_RETRIEVE_S,
+                         "value": round(med["embed_plus_retrieve_s"], 3)}]}
+    common.emit(args, report, render(report))
+
+
+def render(report):
+    m = report["median"]
+    prompt_tps = m["prompt_n"] / m["prompt_ms"] * 1000 if m.get("prompt_ms") else None
+    server = f"Prompt {m['prompt_n'] or 0:.0f} Tokens, {prompt_tps or 0:.0f} Tokens/s"
+    steps = [("Gesamt bis zum ersten Token (ganzer ask_rag.py-Prozess)", m["until_first_token_s"]),
+             ("  1. Frage-Embedding (ein llama-embedding-Prozess)", m["embed_s"]),
+             ("  2. Suche (hybrid)", m["retrieve_s"]),
+             (f"  4. erstes Token von llama-server ({server})", m["first_token_s"]),
+             ("  Rest: Start, Imports, /health, /props, Prompt", m["rest_s"]),
+             ("    davon Python-Start und Imports", m["start_s"]),
+             ("    davon 3. Prompt bauen (answer.build_prompt)", m["prompt_build_s"]),
+             ("Frage-Embedding + Suche", m["embed_plus_retrieve_s"])]
+    p = report["params"]
+    lines = [common.header(f"Fragen bis zum ersten Token: {p['questions']} Fragen aus eval/questions.jsonl, Median, "
+                           f"Modell {os.path.basename(p['llm_model'])}", report["machine"]),
+             f"Befehl: {report['command']}",
+             f"(Index über {p['pages'] or 'alle'} Seiten gebaut in {report['build_s']:.1f} s)",
+             "", common.table([("step", "Schritt"), ("seconds", "Sekunden")],
+                              [{"step": step, "seconds": value} for step, value in steps]), ""]
+    if report["question_embedding_s"]:
+        lines += [f"Frage-Embedding allein: ein llama-embedding-Prozess, Median aus {p['embed_repeat']}, "
+                  f"Flags zusätzlich zu denen von rag/embedder.py:", "",
+                  common.table([("flags", "Flags"), ("seconds", "Sekunden")],
+                               [{"flags": k, "seconds": v} for k, v in report["question_embedding_s"].items()]), ""]
+    lines += [common.goal_line(g["goal"], g["met"], g["value"]) for g in report["goals"]]
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,402 @@
+#!/usr/bin/env python3
+"""Retrieval speed and memory: the project's exact vector search vs the post's, on the same data.
+
+    python3 bench/retrieval.py                      # N = 2,000 and 20,000, D = 640 and 2,048
+    python3 bench/retrieval.py --large              # also N = 100,000 (~10 GB of databases at D = 2,048)
+    python3 bench/retrieval.py --python ~/.pyenv/versions/3.12.1/bin/python3 --python python3
+    python3 bench/retrieval.py --floats printed     # JSON with llama-embedding's 7 decimals
+    python3 bench/retrieval.py --variants           # plus prototypes of a faster exact scan
+    python3 bench/retrieval.py --sizes 200 --dims 16 --repeat 1 --json      # tiny (smoke test)
+
+For each N × D one synthetic data set (seeded) is written twice: as the project's index (rag/store.py:
+packed float32 in `vectors`, JSON copy in `docs`, FTS rows) and as the post's table
+docs(path, chunk_index, content, embedding JSON). Four chunks are planted so that the question's
+vector has a known, clear top 4.
+
+--floats says what the JSON text holds, and so how long json.loads takes:
+  float32  (default) the vectors' float32 values as json.dumps writes them, ~17 digits each
+           ("0.02834009937942028"), 45 KB per 2,048-dim vector: what the post's table holds when
+           its floats passed through float32; this reproduces the issue's ~13 s at 20,000 × 2,048
+  printed  7 decimals as llama-embedding's JSON prints them ("0.0283401"), 23 KB per vector:
+           what build_index.py stores in docs.embedding today; json.loads is ~3x faster
+The project's packed vectors are the same float32 values either way.
+
+Measured, per Python interpreter:
+  whole process   `ask_rag.py --retrieve-only --json --mode vector` vs `bench/post_way.py`, each with
+                  the same fake llama-embedding (it prints a prepared question vector): median wall
+                  time over --repeat / --post-repeat runs, peak RSS minus an idle `python -c pass`
+  hybrid          the same ask_rag.py call with --mode hybrid: what the full-text half adds
+  in process      rag.search.vector_ranking vs post_way.search (--repeat / --post-repeat − 1 runs,
+                  median), no embedding, no start-up; plus
+                  one pass that only reads and decodes the vectors (unpack / json.loads), so the
+                  rest is arithmetic; and whether both return the same top 4 (exactness)
+  --variants      in process, prototypes of the same exact scan (bench/vector_variants.py)
+
+Times are wall clock; "CPU" columns are the process's user + system time, which a busy machine
+(other jobs on the same cores) disturbs much less. Goals are judged on wall time.
+
+The first run of each kind reads a freshly written file from the page cache; medians hide it.
+Databases live in a temporary folder unless --work is given (then they are kept and reused).
+
+Does not handle: cold-cache measurements (no cache dropping), approximate search, other top-k.
+"""
+import argparse
+import hashlib
+import json
+import math
+import operator
+import os
+import random
+import shutil
+import sqlite3
+import sys
+import tempfile
+import time
+from array import array
+from pathlib import Path
+
+import common
+import post_way
+from common import ROOT
+
+from rag import german, search, store  # noqa: E402  (common puts ROOT on sys.path)
+
+SIZES = (2000, 20000)  # default N; --large adds LARGE
+LARGE = 100000  # opt-in: at D = 2,048 that is 800 MB packed plus 2 × ~4.5 GB of JSON (project's docs, post's table)
+DIMS = (640, 2048)  # Gemma 3 270M (the default model) and Qwen2.5-3B (the post's model)
+REPEAT = 5  # whole-process runs of the project per configuration (median)
+POST_REPEAT = 3  # runs of the post's way (slow: ~13 s per query at 20,000 × 2,048)
+CHUNKS_PER_PAGE = 5  # synthetic chunks share a path in groups of five
+WORDS_PER_CHUNK = 60  # ~450 characters of German IT vocabulary per chunk
+SEED = 2025
+FLOATS = ("float32", "printed")  # what the JSON text holds, see above
+DATA_VERSION = 2  # bump when the generator changes: cached databases are then rebuilt
+QUESTION = "Wie lege ich eine neue Mailbox mit Quota an?"
+PLANTED = (1.0, 0.8, 0.6, 0.4)  # weights of four chunk vectors in the question vector -> known top 4
+GOAL_SPEEDUP = {"3.11": 10, "3.12+": 20}  # issue: whole process at 20,000 × 2,048
+GOAL_MEMORY = 2.0  # peak memory at most twice the raw float32 size
+GOAL_AT = (20000, 2048)
+
+
+
+# -- 1. synthetic data -----------------------------------------------------------------------------
+def planted_ids(n):
+    """Row numbers of the four planted chunks, spread over the data set. Example: 2000 -> [285, 666, 1000, 1997]"""
+    ids = [n // 7, n // 3, n // 2, n - 3]
+    assert len(set(ids)) == 4 and min(ids) >= 0, f"N={n} is too small for four planted chunks"
+    return ids
+
+
+def as_floats(values, floats):
+    """7 decimals (printed) or the float32 value of those (float32); both pack to the same float32.
+
+    Example: as_floats([0.1], "printed") -> [0.1]; as_floats([0.1], "float32") -> [0.10000000149011612]
+    """
+    printed = [round(x, 7) for x in values]
+    return array("f", printed).tolist() if floats == "float32" else printed
+
+
+def random_unit(rnd, dim, floats):
+    """A random unit vector (from seeded random bytes)."""
+    raw = [b - 128 for b in rnd.randbytes(dim)]
+    norm = math.sqrt(sum(map(operator.mul, raw, raw))) or 1.0
+    return as_floats([x / norm for x in raw], floats)
+
+
+def question_vector(vectors, floats):
+    """Σ weight · planted vector, normalised. Example: ([1, 0], [0, 1]) -> [0.78, 0.62]"""
+    q = [sum(w * v[j] for w, v in zip(PLANTED, vectors)) for j in range(len(vectors[0]))]
+    norm = math.sqrt(sum(x * x for x in q))
+    return as_floats([x / norm for x in q], floats)
+
+
+def chunk_key(i):
+    """(path, chunk_index) of synthetic row i. Example: 7 -> ("synth/seite-00001.md", 2)"""
+    page, index = divmod(i, CHUNKS_PER_PAGE)
+    return f"synth/seite-{page:05d}.md", index
+
+
+def chunks(n, dim, floats, seed=SEED):
+    """Yield (path, chunk_index, heading, content, vector) for n synthetic chunks, deterministic."""
+    rnd = random.Random(seed)
+    for i in range(n):
+        path, index = chunk_key(i)
+        content = " ".join(rnd.choices(common.GERMAN_WORDS, k=WORDS_PER_CHUNK)).capitalize() + "."
+        yield path, index, f"{path[6:-3]} › Abschnitt {index}", content, random_unit(rnd, dim, floats)
+
+
+def build_databases(folder, n, dim, floats, fake_model):
+    """Write the project's index and the post's table for one N × D; reuse them if already there.
+
+    Returns (project_db, post_db, question_file): question_file is the fake embedder's JSON answer.
+    """
+    name = f"n{n}-d{dim}-{floats}-s{SEED}-v{DATA_VERSION}"
+    project_db, post_db = folder / f"project-{name}.db", folder / f"post-{name}.db"
+    question_file = folder / f"question-{name}.json"
+    if project_db.exists() and post_db.exists() and question_file.exists():
+        return project_db, post_db, question_file
+    for path in (project_db, post_db):
+        for suffix in ("", "-wal", "-shm", ".tmp", ".tmp-wal", ".tmp-shm"):
+            Path(str(path) + suffix).unlink(missing_ok=True)
+    started = time.perf_counter()
+    print(f"  baue Daten N={n} D={dim} ({floats}) …", file=sys.stderr, flush=True)
+    project = store.connect(str(project_db) + ".tmp", create=True)
+    post = sqlite3.connect(str(post_db) + ".tmp")
+    post.execute(post_way.SCHEMA)
+    vocab = german.learn_vocabulary([" ".join(common.GERMAN_WORDS)])
+    fts = store.fts_available(project)
+    planted, planted_vectors = planted_ids(n), {}
+    with project, post:
+        project.executemany("INSERT INTO vocab VALUES (?)", [(w,) for w in sorted(vocab)])
+        store.write_meta(project, embed_model=os.path.basename(fake_model),
+                         embed_model_size=os.path.getsize(fake_model), dim=dim, pooling="mean", vocab_dirty=0)
+        for i, (path, index, heading, content, vector) in enumerate(chunks(n, dim, floats)):
+            digest = hashlib.sha256(f"{heading}\n\n{content}".encode()).hexdigest()
+            search_text = (german.index_text(heading, vocab), german.index_text(content, vocab)) if fts else None
+            store.insert_chunk(project, path, index, heading, content, vector, digest, [], search_text)
+            post.execute("INSERT INTO docs VALUES (?, ?, ?, ?)", (path, index, content, json.dumps(vector)))
+            if i in planted:
+                planted_vectors[i] = vector
+    project.execute("PRAGMA journal_mode=DELETE")
+    project.close()
+    post.close()
+    os.replace(str(project_db) + ".tmp", project_db)
+    os.replace(str(post_db) + ".tmp", post_db)
+    q = question_vector([planted_vectors[i] for i in planted], floats)
+    question_file.write_text(json.dumps({"object": "list", "data": [{"object": "embedding", "index": 0, "embedding": q}]}))
+    print(f"  … {time.perf_counter() - started:.0f} s, {project_db.stat().st_size / common.MB:.0f} MB + "
+          f"{post_db.stat().st_size / common.MB:.0f} MB", file=sys.stderr, flush=True)
+    return project_db, post_db, question_file
+
+
+# -- 2. in one process (run by each --python via `python -c`) --------------------------------------
+def timings(function, *args):
+    """(wall s, CPU s, result) of one call."""
+    wall, cpu = time.perf_counter(), time.process_time()
+    result = function(*args)
+    return time.perf_counter() - wall, time.process_time() - cpu, result
+
+
+def in_process(project_db, post_db, question_file, repeat, post_repeat, variants):
+    """Time the bare searches in this interpreter; prints one JSON object (medians)."""
+    qvec = json.loads(Path(question_file).read_text())["data"][0]["embedding"]
+    project, post = store.connect(project_db), sqlite3.connect(post_db)
+    normalised = search.normalise(qvec)
+
+    def project_read():  # only read and unpack: the storage's share
+        for _, blob in project.execute("SELECT doc_id, vec FROM vectors ORDER BY doc_id"):
+            store.unpack(blob)
+
+    def post_parse():  # only read and json.loads: the post's storage share
+        for _, _, _, embedding in post.execute("SELECT path, chunk_index, content, embedding FROM docs"):
+            json.loads(embedding)
+
+    runs = {}
+
+    def run(name, times, function, *args):
+        result = None
+        for _ in range(times):
+            wall, cpu, result = timings(function, *args)
+            runs.setdefault(name + "_s", []).append(wall)
+            runs.setdefault(name + "_cpu_s", []).append(cpu)
+        return result
+
+    ranking = run("project", repeat, search.vector_ranking, project, normalised, search.FETCH)
+    run("project_read", repeat, project_read)
+    post_top = run("post", post_repeat, post_way.search, post, qvec)
+    run("post_parse", post_repeat, post_parse)
+    result = {}
+    if variants:
+        import vector_variants
+        same = {"inline": run("variant_inline", repeat, vector_variants.scan_inline, project, normalised, search.FETCH)}
+        norms = vector_variants.squared_norms(project)
+        same["dist"] = run("variant_dist", repeat, vector_variants.scan_dist, project, normalised, search.FETCH, norms)
+        same["dist2"] = run("variant_dist2", repeat, vector_variants.scan_dist2, project, normalised, search.FETCH)
+        for name, found in same.items():
+            result[f"variant_{name}_same"] = [d for _, d in found] == [d for _, d in ranking]
+            result[f"variant_{name}_max_abs_diff"] = max(abs(a[0] - b[0]) for a, b in zip(found, ranking))
+    top = ranking[:post_way.TOP_K]
+    where = dict((doc_id, (path, index)) for doc_id, path, index in project.execute(
+        f"SELECT id, path, chunk_index FROM docs WHERE id IN ({','.join('?' * len(top))})", [d for _, d in top]))
+    diffs = [abs(cos - p[0]) for (cos, _), p in zip(top, post_top)]
+    result.update({k: common.median(v) for k, v in runs.items()})
+    result.update(same_top_k=[where[doc_id] for _, doc_id in top] == [(p, i) for _, p, i, _ in post_top],
+                  max_abs_cos_diff=max(diffs) if diffs else None,
+                  python=sys.version.split()[0], sumprod=hasattr(math, "sumprod"))
+    print(json.dumps(result))
+
+
+def run_in_process(python, dbs, args):
+    project_db, post_db, question_file = map(str, dbs)
+    code = (f"import sys; sys.path.insert(0, {str(Path(__file__).parent)!r}); import retrieval; "
+            f"retrieval.in_process({project_db!r}, {post_db!r}, {question_file!r}, {args.repeat}, "
+            f"{max(1, args.post_repeat - 1)}, {args.variants})")
+    return json.loads(common.measure([python, "-c", code]).stdout)
+
+
+# -- 3. whole processes ----------------------------------------------------------------------------
+def repeat_process(cmd, times, env):
+    """Median wall s, median CPU s, largest peak MB, last stdout."""
+    runs = [common.measure(cmd, env=env) for _ in range(times)]
+    return (common.median([r.seconds for r in runs]), common.median([r.cpu_s for r in runs]),
+            max(r.peak_mb for r in runs), runs[-1].stdout)
+
+
+def measure_config(python, n, dim, dbs, fake, args, idle_mb):
+    project_db, post_db, question_file = dbs
+    binary, model = fake
+    env = {**os.environ, "FAKE_QUERY_FILE": str(question_file)}
+    ask = [python, str(ROOT / "ask_rag.py"), "--db", str(project_db), "--embedding-bin", binary, "--model", model,
+           "--retrieve-only", "--json", "--no-audit"]
+    vector_s, vector_cpu, vector_mb, out = repeat_process(ask + ["--mode", "vector", QUESTION], args.repeat, env)
+    project_top = [(s["path"], s["chunk_index"]) for s in json.loads(out)["sources"]]
+    hybrid_s, hybrid_cpu, hybrid_mb, _ = repeat_process(ask + ["--mode", "hybrid", QUESTION], args.repeat, env)
+    post = [python, str(Path(__file__).parent / "post_way.py"), "--db", str(post_db), "--embedding-bin", binary,
+            "--model", model, QUESTION]
+    post_s, post_cpu, post_mb, out = repeat_process(post, args.post_repeat, env)
+    post_top = [(path, index) for _, path, index in json.loads(out)]
+    inproc = run_in_process(python, dbs, args)
+    raw_mb = n * dim * 4 / common.MB
+    project_mem, post_mem = max(vector_mb - idle_mb, 0.0), max(post_mb - idle_mb, 0.0)
+    row = {
+        "n": n, "dim": dim, "floats": args.floats, "python": inproc["python"], "sumprod": inproc["sumprod"],
+        "raw_f32_mb": raw_mb, "post_s": post_s, "project_s": vector_s, "speedup": post_s / vector_s,
+        "post_cpu_s": post_cpu, "project_cpu_s": vector_cpu, "speedup_cpu": post_cpu / vector_cpu,
+        "hybrid_s": hybrid_s, "hybrid_extra_s": hybrid_s - vector_s,
+        "hybrid_cpu_s": hybrid_cpu, "hybrid_extra_cpu_s": hybrid_cpu - vector_cpu,
+        "idle_python_mb": idle_mb, "post_peak_mb": post_mem, "project_peak_mb": project_mem,
+        "hybrid_peak_mb": max(hybrid_mb - idle_mb, 0.0),
+        "project_mem_ratio": project_mem / raw_mb, "post_mem_ratio": post_mem / raw_mb,
+        "same_top_k": inproc["same_top_k"] and project_top == post_top,
+        "max_abs_cos_diff": inproc["max_abs_cos_diff"],
+        "planted_found": project_top == [chunk_key(k) for k in planted_ids(n)],
+    }
+    row.update({"inproc_" + k: v for k, v in inproc.items() if k not in ("python", "sumprod", "same_top_k",
+                                                                        "max_abs_cos_diff")})
+    row["inproc_speedup"] = inproc["post_s"] / inproc["project_s"]
+    return row
+
+
+# -- 4. report -------------------------------------------------------------------------------------
+def python_label(version):
+    major, minor = map(int, version.split(".")[:2])
+    return "3.12+" if (major, minor) >= (3, 12) else "3.11"
+
+
+def goals(results):
+    out = []
+    for r in results:
+        if (r["n"], r["dim"]) != GOAL_AT:
+            continue
+        need = GOAL_SPEEDUP[python_label(r["python"])]
+        where = f"{r['n']}x{r['dim']}, Python {r['python']}, --floats {r['floats']}"
+        out.append({"goal": f"speedup >= {need}x (whole process, exact top 4) at {where}",
+                    "met": r["speedup"] >= need and r["same_top_k"], "value": round(r["speedup"], 1),
+                    "cpu_value": round(r["speedup_cpu"], 1)})
+        out.append({"goal": f"peak memory <= {GOAL_MEMORY}x raw float32 at {where}",
+                    "met": r["project_mem_ratio"] <= GOAL_MEMORY, "value": round(r["project_mem_ratio"], 2)})
+    return out
+
+
+ONE_DECIMAL = ("speedup", "speedup_cpu", "inproc_speedup", "raw_f32_mb", "post_peak_mb", "project_peak_mb",
+               "project_mem_ratio", "post_mem_ratio")
+
+
+def render(report):
+    rows = []
+    for r in report["results"]:
+        row = {k: f"{v:.1f}" if k in ONE_DECIMAL and v is not None else v for k, v in r.items()}
+        row["max_abs_cos_diff"] = f"{r['max_abs_cos_diff']:.1e}" if r["max_abs_cos_diff"] is not None else None
+        for k in list(row):
+            if k.startswith("inproc_") and k.endswith("_s"):
+                row[k] = round(r[k] * 1000)  # in-process times in milliseconds
+        rows.append(row)
+    head = [("python", "Python"), ("n", "N"), ("dim", "D")]
+    whole = head + [("post_s", "Post s"), ("project_s", "Projekt s"), ("speedup", "Faktor"),
+                    ("speedup_cpu", "Faktor CPU"), ("hybrid_extra_s", "hybrid +s"), ("same_top_k", "gleiche Top 4")]
+    memory = head + [("raw_f32_mb", "float32 MB"), ("post_peak_mb", "Post MB"), ("post_mem_ratio", "Post/float32"),
+                     ("project_peak_mb", "Projekt MB"), ("project_mem_ratio", "Projekt/float32")]
+    inner = head + [("inproc_post_s", "Post ms"), ("inproc_post_parse_s", "davon lesen+json.loads"),
+                    ("inproc_project_s", "Projekt ms"), ("inproc_project_read_s", "davon lesen+unpack"),
+                    ("inproc_speedup", "Faktor"), ("max_abs_cos_diff", "max |Δcos|")]
+    p = report["params"]
+    lines = [common.header("Suche (ask_rag.py --retrieve-only --mode vector, Top 4): Projekt vs. Blogpost",
+                           report["machine"]),
+             f"Befehl: {report['command']}",
+             f"Daten: synthetisch, JSON-Zahlen --floats {p['floats']}; Median aus {p['repeat']} (Projekt) / "
+             f"{p['post_repeat']} (Post) Läufen je ganzer Prozess (mit Fake-llama-embedding)", "",
+             common.table(whole, rows), "",
+             "Spitzen-RAM je Prozess (ru_maxrss minus Leerlauf-Python):", "", common.table(memory, rows), "",
+             "Im Prozess, ohne Start und Frage-Embedding (rag.search.vector_ranking vs. post_way.search):", "",
+             common.table(inner, rows)]
+    if p["variants"]:
+        variants = head + [("inproc_project_s", "vector_ranking ms"), ("inproc_variant_inline_s", "inline ms"),
+                           ("inproc_variant_dist_s", "math.dist ms"), ("inproc_variant_dist2_s", "math.dist ohne Norm ms"),
+                           ("inproc_variant_dist_same", "gleiche Top 50"), ("inproc_variant_dist2_same", "gleiche Top 50 (ohne Norm)")]
+        lines += ["", "Prototypen derselben exakten Suche (bench/vector_variants.py), im Prozess:", "",
+                  common.table(variants, rows)]
+    lines += [""] + [common.goal_line(g["goal"], g["met"], g["value"]) for g in report["goals"]]
+    return "\n".join(lines)
+
+
+def main():
+    parser = argparse.ArgumentParser(description="Misst die Vektorsuche des Projekts gegen die des Blogposts "
+                                                 "(gleiche synthetische Daten, ganzer Prozess und im Prozess).")
+    parser.add_argument("--sizes", default=",".join(map(str, SIZES)),
+                        help=f"Anzahl Chunks N, durch Kommas getrennt (Standard: {','.join(map(str, SIZES))})")
+    parser.add_argument("--large", action="store_true", help=f"zusätzlich N = {LARGE} (mehrere GB Platte, lange Laufzeit)")
+    parser.add_argument("--dims", default=",".join(map(str, DIMS)),
+                        help=f"Vektordimensionen D (Standard: {','.join(map(str, DIMS))})")
+    parser.add_argument("--repeat", type=int, default=REPEAT, help=f"Läufe des Projekts je Messung (Standard: {REPEAT})")
+    parser.add_argument("--post-repeat", type=int, default=POST_REPEAT,
+                        help=f"Läufe des Post-Wegs je Messung (Standard: {POST_REPEAT})")
+    parser.add_argument("--floats", choices=FLOATS, default=FLOATS[0],
+                        help="Zahlen im JSON des Posts: float32 (volle Darstellung, Standard) oder printed "
+                             "(7 Nachkommastellen wie llama-embedding)")
+    parser.add_argument("--variants", action="store_true",
+                        help="zusätzlich Prototypen der exakten Suche messen (bench/vector_variants.py)")
+    parser.add_argument("--python", action="append",
+                        help="Python-Interpreter für die gemessenen Prozesse, mehrfach möglich "
+                             "(Standard: dieser, also sys.executable)")
+    parser.add_argument("--work", help="Ordner für die Datenbanken; bleiben erhalten und werden wiederverwendet "
+                                       "(Standard: temporär, danach gelöscht)")
+    parser.add_argument("--json", action="store_true", help="genau ein JSON-Objekt ausgeben")
+    args = parser.parse_args()
+    try:
+        sizes = [int(s) for s in args.sizes.split(",")] + ([LARGE] if args.large else [])
+        dims = [int(d) for d in args.dims.split(",")]
+    except ValueError:
+        raise SystemExit("Fehler: --sizes und --dims erwarten ganze Zahlen, z. B. --sizes 2000,20000")
+    if min(sizes) < 10 or min(dims) < 2 or args.repeat < 1 or args.post_repeat < 1:
+        raise SystemExit("Fehler: N ≥ 10, D ≥ 2, --repeat und --post-repeat ≥ 1 angeben.")
+    pythons = args.python or [sys.executable]
+    for python in pythons:
+        if not shutil.which(python):
+            raise SystemExit(f"Fehler: Python-Interpreter {python} nicht gefunden – Pfad prüfen.")
+    folder = Path(args.work) if args.work else Path(tempfile.mkdtemp(prefix="rag-bench-retrieval-"))
+    folder.mkdir(parents=True, exist_ok=True)
+    try:
+        fake = common.write_fake_embedder(folder)
+        info = common.machine()
+        idle = {python: common.idle_python_mb(python) for python in pythons}
+        results = []
+        for n in sorted(set(sizes)):
+            for dim in dims:
+                dbs = build_databases(folder, n, dim, args.floats, fake[1])
+                for python in pythons:
+                    print(f"  messe N={n} D={dim} mit {python} …", file=sys.stderr, flush=True)
+                    results.append(measure_config(python, n, dim, dbs, fake, args, idle[python]))
+        info["loadavg_end"] = common.loadavg()
+        report = {"benchmark": "retrieval", "command": common.command_line(), "machine": info,
+                  "params": {"sizes": sizes, "dims": dims, "repeat": args.repeat, "post_repeat": args.post_repeat,
+                             "pythons": pythons, "question": QUESTION, "seed": SEED, "top_k": 4,
+                             "floats": args.floats, "variants": args.variants},
+                  "results": results, "goals": goals(results)}
+        common.emit(args, report, render(report))
+    finally:
+        if not args.work:
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

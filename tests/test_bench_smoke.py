@@ -1,0 +1,83 @@
+"""Smoke test of bench/: every benchmark runs on tiny sizes and prints one JSON object of the right shape.
+
+No speed is asserted: numbers belong in the benchmarks' own output (README, "Messwerte"), never in
+a test. retrieval.py and reindex.py use a fake embedder; indexing.py and ask_latency.py need the
+real llama.cpp setup (skipped locally without it, a failure in CI, like test_real_e2e.py).
+"""
+import json
+import subprocess
+import sys
+
+import pytest
+
+from conftest import ROOT
+
+SCRIPTS = ["retrieval.py", "indexing.py", "ask_latency.py", "reindex.py", "post_way.py"]
+
+
+def run_bench(script, *args, timeout=180):
+    result = subprocess.run([sys.executable, str(ROOT / "bench" / script), *args], cwd=ROOT,
+                            capture_output=True, text=True, timeout=timeout)
+    assert result.returncode == 0, result.stderr
+    return result
+
+
+def bench_json(script, *args):
+    return json.loads(run_bench(script, *args, "--json").stdout)
+
+
+def positive(row, *keys):
+    for key in keys:
+        assert isinstance(row[key], (int, float)) and row[key] > 0, (key, row[key])
+
+
+def check_machine(report, name):
+    assert report["benchmark"] == name
+    assert report["command"].startswith("python3 bench/")
+    assert {"python", "cpu", "cores", "loadavg"} <= set(report["machine"])
+
+
+@pytest.mark.parametrize("script", SCRIPTS)
+def test_help(script):
+    assert "--" in run_bench(script, "--help").stdout
+
+
+def test_retrieval_tiny():
+    report = bench_json("retrieval.py", "--sizes", "200", "--dims", "16", "--repeat", "1", "--post-repeat", "1")
+    check_machine(report, "retrieval")
+    (row,) = report["results"]
+    assert (row["n"], row["dim"]) == (200, 16)
+    positive(row, "post_s", "project_s", "speedup", "hybrid_s", "inproc_post_s", "inproc_project_s", "raw_f32_mb")
+    assert row["same_top_k"] is True  # both searches are exact: same four chunks
+    assert row["max_abs_cos_diff"] < 1e-6
+    assert report["goals"] == []  # goals are judged at 20,000 × 2,048 only
+
+
+def test_reindex_tiny():
+    report = bench_json("reindex.py", "--pages", "12", "--repeat", "1")
+    check_machine(report, "reindex")
+    first, unchanged, known, new = report["results"]
+    assert first["neu"] == 12 and first["eingebettet"] == report["params"]["chunks"]
+    assert unchanged["unverändert"] == 12 and unchanged["eingebettet"] == 0
+    assert known["geändert"] == 1 and new["geändert"] == 1
+    for row in report["results"]:
+        positive(row, "seconds")
+
+
+def test_indexing_tiny(real):
+    report = bench_json("indexing.py", "--limit", "2", "--post-limit", "1", "--no-build", "--repeat", "1")
+    check_machine(report, "indexing")
+    r = report["results"]
+    assert r["chunks"] == 2 and r["post_chunks"] == 1
+    positive(r, "tokens", "ceiling_tokens_per_s", "post_tokens_per_s", "project_tokens_per_s")
+    assert r["post_vs_project_max_1_minus_cos"] < 1e-3  # same flags, same vectors
+    assert [g["goal"] for g in report["goals"]] == ["project >= 80% of llama-server prompt processing"]
+
+
+def test_ask_latency_tiny(real):
+    report = bench_json("ask_latency.py", "--questions", "1", "--pages", "3", "--max-tokens", "1",
+                        "--embed-repeat", "1")
+    check_machine(report, "ask_latency")
+    positive(report["median"], "until_first_token_s", "embed_s", "retrieve_s", "first_token_s", "start_s")
+    assert len(report["questions"]) == 1
+    positive(report["question_embedding_s"], *report["question_embedding_s"])
