@@ -38,7 +38,7 @@ from pathlib import Path
 from rag import config, embedder, german, safety, store
 
 MAX_CHARS = 1200  # longest chunk in characters (as in the post)
-BATCH = 16  # chunks per llama-embedding process
+BATCH = 64  # chunks per llama-embedding process (bench/indexing.py --tune: 64 is 2.6x faster than 16)
 MAX_FILE_BYTES = 5 * 1024 * 1024  # larger files are skipped with a warning
 SUFFIXES = (".md", ".txt")  # what counts as a wiki page
 HEADING_SEP = " › "  # between the parts of a heading path
