@@ -84,8 +84,8 @@ def header(title, info=None):
     """Example: header("Suche") -> 'Suche · Python 3.11.7 · AMD EPYC, 2 Kerne · Last 0.1 0.2 0.3'"""
     info = info or machine()
     load = " ".join(f"{x:.2f}" for x in info["loadavg"]) if info["loadavg"] else "?"
-    return (f"{title}\nPython {info['python']} ({info['python_build']}) · {info['cpu']}, {info['cores']} Kerne · {info['platform']} · "
-            f"Last (1/5/15 min) {load} · {info['time']}")
+    return (f"{title}\nPython {info['python']} ({info['python_build']}) · {info['cpu']}, {info['cores']} Kerne · "
+            f"{info['platform']} · Last (1/5/15 min) {load} · {info['time']}")
 
 
 def command_line():
@@ -178,8 +178,10 @@ def fmt(value):
         value = round(value)
     if isinstance(value, int):
         return f"{value:,}".replace(",", " ")
+    if isinstance(value, float) and abs(value) >= 10:
+        return f"{value:.1f}"
     if isinstance(value, float):
-        return f"{value:.1f}" if abs(value) >= 10 else f"{value:.3f}" if abs(value) >= 0.001 or not value else f"{value:.1e}"
+        return f"{value:.3f}" if abs(value) >= 0.001 or not value else f"{value:.1e}"
     return str(value)
 
 

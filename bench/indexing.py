@@ -2,14 +2,14 @@
 """Indexing speed on wiki/ with the real model: the post's process per chunk vs the project's batches.
 
     python3 bench/indexing.py                      # post (first 20 chunks), project, ceiling
-    python3 bench/indexing.py --tune               # plus a sweep of batch size, -c/-b/-ub, -t, warm-up
+    python3 bench/indexing.py --tune               # plus a sweep: texts per process, -c/-b/-ub, -t, warm-up, -fit
     python3 bench/indexing.py --limit 3 --post-limit 2 --no-build --json     # tiny (smoke test)
 
 Every way embeds the same texts (the chunks build_index.py makes of wiki/, heading path included)
 with the same llama-embedding flags, so they produce the same vectors; "max 1−cos" shows it.
 
   post       one llama-embedding process per chunk (bench/post_way.py), on the first --post-limit
-             chunks: the model is loaded once per chunk, so tokens/s is the same on any subset
+             chunks: the model is loaded once per chunk, so tokens/s is about the same on any subset
   project    rag/embedder.embed_texts in batches of build_index.BATCH, as build_index.py does
              (the fastest of REPEAT runs)
   build      the whole `build_index.py --rebuild --quiet` process (embedding plus SQLite and FTS)

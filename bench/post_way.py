@@ -61,7 +61,8 @@ def search(conn, qvec, top_k=TOP_K):
 def main():
     parser = argparse.ArgumentParser(description="Die Suche des Blogposts (Basislinie der Benchmarks).")
     parser.add_argument("question", help="die Frage")
-    parser.add_argument("--db", required=True, help="SQLite-Datei mit Tabelle docs(path, chunk_index, content, embedding)")
+    parser.add_argument("--db", required=True,
+                        help="SQLite-Datei mit Tabelle docs(path, chunk_index, content, embedding)")
     parser.add_argument("--embedding-bin", default=config.default_embedding_bin(), help="Pfad zu llama-embedding")
     parser.add_argument("--model", default=config.default_model(), help="GGUF-Modell für das Frage-Embedding")
     args = parser.parse_args()

@@ -76,6 +76,7 @@ PLANTED = (1.0, 0.8, 0.6, 0.4)  # weights of four chunk vectors in the question 
 GOAL_SPEEDUP = {"3.11": 10, "3.12+": 20}  # issue: whole process at 20,000 × 2,048
 GOAL_MEMORY = 2.0  # peak memory at most twice the raw float32 size
 GOAL_AT = (20000, 2048)
+FORK_WORKERS = 2  # processes of the forked prototype (--variants)
 
 
 
@@ -163,7 +164,8 @@ def build_databases(folder, n, dim, floats, fake_model):
     os.replace(str(project_db) + ".tmp", project_db)
     os.replace(str(post_db) + ".tmp", post_db)
     q = question_vector([planted_vectors[i] for i in planted], floats)
-    question_file.write_text(json.dumps({"object": "list", "data": [{"object": "embedding", "index": 0, "embedding": q}]}))
+    answer = {"object": "list", "data": [{"object": "embedding", "index": 0, "embedding": q}]}
+    question_file.write_text(json.dumps(answer))
     print(f"  … {time.perf_counter() - started:.0f} s, {project_db.stat().st_size / common.MB:.0f} MB + "
           f"{post_db.stat().st_size / common.MB:.0f} MB", file=sys.stderr, flush=True)
     return project_db, post_db, question_file
@@ -212,6 +214,9 @@ def in_process(project_db, post_db, question_file, repeat, post_repeat, variants
         norms = vector_variants.squared_norms(project)
         same["dist"] = run("variant_dist", repeat, vector_variants.scan_dist, project, normalised, search.FETCH, norms)
         same["dist2"] = run("variant_dist2", repeat, vector_variants.scan_dist2, project, normalised, search.FETCH)
+        if hasattr(os, "fork"):
+            same["forked"] = run("variant_forked", repeat, vector_variants.scan_forked, project_db, normalised,
+                                 search.FETCH, FORK_WORKERS)
         for name, found in same.items():
             result[f"variant_{name}_same"] = [d for _, d in found] == [d for _, d in ranking]
             result[f"variant_{name}_max_abs_diff"] = max(abs(a[0] - b[0]) for a, b in zip(found, ranking))
@@ -331,8 +336,10 @@ def render(report):
              common.table(inner, rows)]
     if p["variants"]:
         variants = head + [("inproc_project_s", "vector_ranking ms"), ("inproc_variant_inline_s", "inline ms"),
-                           ("inproc_variant_dist_s", "math.dist ms"), ("inproc_variant_dist2_s", "math.dist ohne Norm ms"),
-                           ("inproc_variant_dist_same", "gleiche Top 50"), ("inproc_variant_dist2_same", "gleiche Top 50 (ohne Norm)")]
+                           ("inproc_variant_dist_s", "math.dist ms"), ("inproc_variant_dist2_s", "dist ohne Norm ms"),
+                           ("inproc_variant_forked_s", f"{FORK_WORKERS} Prozesse ms"), ("all_same", "gleiche Top 50")]
+        for row, r in zip(rows, report["results"]):
+            row["all_same"] = all(v for k, v in r.items() if k.startswith("inproc_variant_") and k.endswith("_same"))
         lines += ["", "Prototypen derselben exakten Suche (bench/vector_variants.py), im Prozess:", "",
                   common.table(variants, rows)]
     lines += [""] + [common.goal_line(g["goal"], g["met"], g["value"]) for g in report["goals"]]
@@ -344,10 +351,12 @@ def main():
                                                  "(gleiche synthetische Daten, ganzer Prozess und im Prozess).")
     parser.add_argument("--sizes", default=",".join(map(str, SIZES)),
                         help=f"Anzahl Chunks N, durch Kommas getrennt (Standard: {','.join(map(str, SIZES))})")
-    parser.add_argument("--large", action="store_true", help=f"zusätzlich N = {LARGE} (mehrere GB Platte, lange Laufzeit)")
+    parser.add_argument("--large", action="store_true",
+                        help=f"zusätzlich N = {LARGE} (~10 GB Platte bei D = 2048, Stunden)")
     parser.add_argument("--dims", default=",".join(map(str, DIMS)),
                         help=f"Vektordimensionen D (Standard: {','.join(map(str, DIMS))})")
-    parser.add_argument("--repeat", type=int, default=REPEAT, help=f"Läufe des Projekts je Messung (Standard: {REPEAT})")
+    parser.add_argument("--repeat", type=int, default=REPEAT,
+                        help=f"Läufe des Projekts je Messung (Standard: {REPEAT})")
     parser.add_argument("--post-repeat", type=int, default=POST_REPEAT,
                         help=f"Läufe des Post-Wegs je Messung (Standard: {POST_REPEAT})")
     parser.add_argument("--floats", choices=FLOATS, default=FLOATS[0],
