@@ -20,6 +20,7 @@ Does not handle: conversations (each question stands alone), several indexes at 
 import argparse
 import json
 import os
+import signal
 import sys
 import time
 from datetime import datetime, timezone
@@ -274,11 +275,20 @@ def main():
             "citations": citations, "timings": timings})
 
 
+def interrupted(signum, frame):
+    """Ctrl-C: stop at once with exit code 130. No cleanup can block here (a stalled stream's
+    close once did); ask_rag.py writes nothing but the audit line, after the answer."""
+    try:
+        sys.stdout.flush()
+    except (OSError, RuntimeError):  # RuntimeError: the signal came in the middle of a print
+        pass
+    os.write(2, "\nAbgebrochen.\n".encode())
+    os._exit(130)
+
+
 if __name__ == "__main__":
+    signal.signal(signal.SIGINT, interrupted)
     try:
         main()
-    except KeyboardInterrupt:
-        print("\nAbgebrochen.", file=sys.stderr)
-        sys.exit(130)
     except BrokenPipeError:
         sys.exit(141)
