@@ -12,7 +12,7 @@ started on a free port, then every question runs `ask_rag.py --no-floor` as a re
   retrieval         hybrid search in SQLite                   } read back from its audit log
   first token       request sent to first streamed piece      }   (the server's prompt_n/prompt_ms too)
   bare embedding    one llama-embedding process for the first question, as rag/embedder.py starts it
-                    and with extra flags (--no-warmup, -fit off, -t 1), median of --embed-repeat
+                    and with extra flags (-fit off, -t 1, warm-up switched), median of --embed-repeat
   rest              until 1st token − embedding − retrieval − first token: start, imports, /health,
                     /props and the prompt; two parts of it measured on their own:
     start           `python3 -c "import ask_rag, rag.llm"`: interpreter and imports (median of 3)
@@ -85,11 +85,17 @@ def prompt_seconds(db, question, chunks):
 
 EMBED_VARIANTS = {  # extra llama-embedding flags for the bare question embedding
     "wie rag/embedder.py": [],
-    "--no-warmup": ["--no-warmup"],
     "-fit off": ["-fit", "off"],
     "-t 1": ["-t", "1"],
-    "-t 1 -fit off --no-warmup": ["-t", "1", "-fit", "off", "--no-warmup"],
+    "-t 1 -fit off": ["-t", "1", "-fit", "off"],
 }
+
+
+def switch_warmup(cmd):
+    """(label, cmd) with llama.cpp's warm-up switched the other way than rag/embedder.py has it."""
+    if "--no-warmup" in cmd:
+        return "mit Warm-up", [c for c in cmd if c != "--no-warmup"]
+    return "--no-warmup", cmd + ["--no-warmup"]
 
 
 def question_embedding(binary, model, question, repeat):
@@ -99,10 +105,13 @@ def question_embedding(binary, model, question, repeat):
         f.write(question)
         f.flush()
         cmd = embedder.build_command(binary, model, f.name, embedder.context_size([question]))
-        runs = {name: [] for name in EMBED_VARIANTS}
+        commands = {name: cmd + extra for name, extra in EMBED_VARIANTS.items()}
+        label, switched = switch_warmup(cmd)
+        commands[label] = switched
+        runs = {name: [] for name in commands}
         for _ in range(repeat):
-            for name, extra in EMBED_VARIANTS.items():
-                runs[name].append(common.measure(cmd + extra).seconds)
+            for name, command in commands.items():
+                runs[name].append(common.measure(command).seconds)
     return {name: common.median(times) for name, times in runs.items()}
 
 

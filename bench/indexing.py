@@ -122,8 +122,9 @@ def embed_project(texts, binary, model, batch=build_index.BATCH, threads=None):
     return out
 
 
-def embed_tuned(texts, binary, model, batch, ctx=None, ubatch=None, threads=None, warmup=True, fit=True, peaks=None):
-    """Like embed_project, with -c/-b (ctx; None = the project's context_size), -ub, --no-warmup, -fit off.
+def embed_tuned(texts, binary, model, batch, ctx=None, ubatch=None, threads=None, warmup=None, fit=True, peaks=None):
+    """Like embed_project, with -c/-b (ctx; None = the project's context_size), -ub, -t, the warm-up
+    (None: as rag/embedder.py has it; True/False: on/off) and -fit off.
 
     `peaks` (a list) collects each process's peak RSS in MB.
     """
@@ -136,7 +137,10 @@ def embed_tuned(texts, binary, model, batch, ctx=None, ubatch=None, threads=None
         try:
             cmd = embedder.build_command(binary, model, f.name, n_ctx, threads)
             cmd[cmd.index("-ub") + 1] = str(ubatch or n_ctx)
-            cmd += ([] if warmup else ["--no-warmup"]) + ([] if fit else ["-fit", "off"])
+            if warmup is not None:
+                cmd = [c for c in cmd if c not in ("--warmup", "--no-warmup")]
+                cmd.append("--warmup" if warmup else "--no-warmup")
+            cmd += [] if fit else ["-fit", "off"]
             result = common.measure(cmd, timeout=embedder.DEFAULT_TIMEOUT + 2 * len(part))
             if peaks is not None:
                 peaks.append(result.peak_mb)
@@ -160,10 +164,11 @@ def sweep(texts, binary, model, reference, tokens, repeat=REPEAT):
     """
     rows, total = [], sum(tokens)
 
-    def run(batch, ctx=None, ubatch=None, threads=None, warmup=True, fit=True):
+    def run(batch, ctx=None, ubatch=None, threads=None, warmup=None, fit=True):
         knobs = {"batch": batch, "ctx": ctx, "ubatch": ubatch, "threads": threads, "warmup": warmup, "fit": fit}
         label = (f"batch {batch}, -c/-b {ctx or 'auto'}" + (f", -ub {ubatch}" if ubatch else "")
-                 + (f", -t {threads}" if threads else "") + ("" if warmup else ", --no-warmup")
+                 + (f", -t {threads}" if threads else "")
+                 + ("" if warmup is None else ", mit Warm-up" if warmup else ", --no-warmup")
                  + ("" if fit else ", -fit off"))
         peaks, runs = [], []
         for _ in range(repeat):
@@ -190,7 +195,8 @@ def sweep(texts, binary, model, reference, tokens, repeat=REPEAT):
         run(batch, ctx, ubatch=ctx // 2)  # a smaller physical batch
     run(batch, ctx, threads=1)  # default: llama.cpp's choice (all cores here)
     threads = best()["threads"]
-    run(batch, ctx, threads=threads, warmup=False)
+    project_warmup = "--no-warmup" not in embedder.build_command("b", "m", "f", 512)
+    run(batch, ctx, threads=threads, warmup=not project_warmup)  # the other way than rag/embedder.py
     run(batch, ctx, threads=threads, warmup=best()["warmup"], fit=False)
     return rows
 
