@@ -56,6 +56,12 @@ def fit_to_context(text):
     return text.encode("utf-8")[:MAX_CONTEXT - 16].decode("utf-8", errors="ignore")
 
 
+def run_env():
+    """llama-embedding's environment: LLAMA_ARG_FIT=off skips llama.cpp's memory-fitting trial run
+    (about 0.45 s per process, bench/ask_latency.py); older builds ignore it; the caller's value wins."""
+    return {"LLAMA_ARG_FIT": "off", **os.environ}
+
+
 def build_command(binary, model, prompt_file, n_ctx, threads=None):
     cmd = [binary, "-m", model, "-f", prompt_file,
            "--pooling", POOLING, "--embd-normalize", "2", "--embd-output-format", "json",
@@ -113,7 +119,7 @@ def embed_texts(texts, binary, model, threads=None, timeout=None):
     try:
         cmd = build_command(binary, model, prompt_file, context_size(texts), threads)
         try:
-            result = subprocess.run(cmd, capture_output=True, timeout=timeout)
+            result = subprocess.run(cmd, capture_output=True, timeout=timeout, env=run_env())
         except subprocess.TimeoutExpired:
             raise EmbeddingError(f"llama-embedding antwortete nicht innerhalb von {timeout} s – "
                                  f"RAG_EMBED_TIMEOUT erhöhen oder Batch verkleinern (RAG_EMBED_BATCH).")
