@@ -151,8 +151,8 @@ def embed_tuned(texts, binary, model, batch, ctx=None, ubatch=None, threads=None
 
 
 def max_deviation(vectors, reference):
-    """Largest 1 − cosine between matching vectors (all are L2-normalised). Example: same -> 0.0"""
-    return max(1 - sum(a * b for a, b in zip(v, r)) for v, r in zip(vectors, reference))
+    """Largest |1 − cosine| between matching vectors (all are L2-normalised). Example: same -> 0.0"""
+    return max(abs(1 - sum(a * b for a, b in zip(v, r))) for v, r in zip(vectors, reference))
 
 
 def sweep(texts, binary, model, reference, tokens, repeat=REPEAT):
