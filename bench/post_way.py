@@ -5,10 +5,12 @@
     -> [[0.8123, "mail/mailbox-anlegen.md", 0], ...]   # top 4: cosine, path, chunk_index
 
 As in the post: one llama-embedding process per text, the vector stored as JSON text in
-docs(path, chunk_index, content, embedding); at query time every row is read, json.loads'ed and
-scored with a generator-based cosine, all scores are sorted and the top 4 kept. Only the flags of
-the llama-embedding call are today's correct ones (mean pooling, L2 norm, JSON output, a separator
-that does not split multi-line chunks), so both sides of a benchmark produce the same vectors.
+docs(path, chunk_index, content, embedding) with the numbers as llama-embedding prints them (7
+decimals, "0.0123457": json.dumps of the parsed floats keeps them short); at query time every row
+is read, json.loads'ed and scored with a generator-based cosine, all scores are sorted and the top
+4 kept. Only the flags of the llama-embedding call are today's correct ones (mean pooling, L2 norm,
+JSON output, a separator that does not split multi-line chunks), so both sides of a benchmark
+produce the same vectors.
 
 Does not handle: anything the post did not do (no batching, no packed vectors, no full-text search).
 """

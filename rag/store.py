@@ -1,25 +1,30 @@
 """The SQLite index (knowledge.db): schema, migrations, and the few queries both scripts share.
 
-Tables (schema version 1):
+Tables (schema version 2):
     docs     one row per chunk, as in the post: path, chunk_index, content, embedding (JSON text, so
              `sqlite3 knowledge.db "select embedding from docs limit 1"` shows it), plus heading
              (the heading path "Mail › Cyrus IMAP › Mailbox anlegen"), content_hash and flags
-    vectors  the same vector packed as little-endian float32, one row per chunk: the query path
-             reads only this table and never parses JSON
+    vector_blocks  the same vectors packed as little-endian float32, 1,024 chunks per row, each in
+             the slot of its doc id (rag/vectors.py): the query path reads only this table, a few
+             large blobs, and never parses JSON
     fts      FTS5 table over the German search text (rag/german.py), rowid = docs.id
     pages    one row per indexed file: content hash, for incremental runs
     vocab    the words compounds are split against, learned from the wiki
     meta     key/value: schema_version, embed_model, embed_model_size, dim, pooling, floor_cosine
+
+Migrations: version 1 (one `vectors` row per chunk) becomes 2 on the first connect, in one
+transaction; older or unknown versions ask for `build_index.py --rebuild`.
 
 Does not handle: concurrent writers (one build_index.py at a time; readers are fine, WAL).
 """
 import json
 import os
 import sqlite3
-import struct
-from array import array
+import sys
 
-SCHEMA_VERSION = 1
+from . import vectors
+
+SCHEMA_VERSION = 2  # 1 -> 2: packed vectors in blocks (vector_blocks) instead of one row per chunk
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS docs (
@@ -34,29 +39,14 @@ CREATE TABLE IF NOT EXISTS docs (
     UNIQUE (path, chunk_index)
 );
 CREATE INDEX IF NOT EXISTS docs_hash ON docs (content_hash);
-CREATE TABLE IF NOT EXISTS vectors (doc_id INTEGER PRIMARY KEY, vec BLOB NOT NULL);
 CREATE TABLE IF NOT EXISTS pages (path TEXT PRIMARY KEY, file_hash TEXT NOT NULL, chunks INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS vocab (word TEXT PRIMARY KEY) WITHOUT ROWID;
-"""
+""" + vectors.SCHEMA
 FTS_SCHEMA = "CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(heading, body, tokenize = 'unicode61 remove_diacritics 0')"
 
 
 class StoreError(Exception):
     """The index is missing, foreign or broken; the message is German and names the fix."""
-
-
-def pack(vector):
-    """float list -> little-endian float32 bytes. Example: pack([1.0]) -> b'\\x00\\x00\\x80?'"""
-    return struct.pack(f"<{len(vector)}f", *vector)
-
-
-def unpack(blob):
-    """little-endian float32 bytes -> array('f') (iterates as Python floats)."""
-    vec = array("f")
-    vec.frombytes(blob)
-    if array("f", [1.0]).tobytes() != b"\x00\x00\x80?":  # big-endian machine
-        vec.byteswap()
-    return vec
 
 
 def has_fts5():
@@ -92,6 +82,8 @@ def connect(path, create=False):
         conn.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
         conn.commit()
     version = read_meta(conn).get("schema_version")
+    if version == "1":
+        version = migrate_1_to_2(conn, path)
     if version != str(SCHEMA_VERSION):
         raise StoreError(f"{path} hat Schema-Version {version}, erwartet {SCHEMA_VERSION} – neu bauen mit: "
                           f"python3 build_index.py --rebuild")
@@ -115,13 +107,13 @@ def load_vocab(conn):
 
 
 def insert_chunk(conn, path, chunk_index, heading, content, vector, content_hash, flags, search):
-    """Write one chunk to docs, vectors and fts (caller holds the transaction)."""
+    """Write one chunk to docs, vector_blocks and fts (caller holds the transaction)."""
     cur = conn.execute(
         "INSERT INTO docs (path, chunk_index, heading, content, embedding, content_hash, flags) "
         "VALUES (?, ?, ?, ?, ?, ?, ?)",
         (path, chunk_index, heading, content, json.dumps(vector), content_hash, json.dumps(flags)))
     doc_id = cur.lastrowid
-    conn.execute("INSERT INTO vectors (doc_id, vec) VALUES (?, ?)", (doc_id, pack(vector)))
+    vectors.write_vector(conn, doc_id, vector)
     if search is not None:
         conn.execute("INSERT INTO fts (rowid, heading, body) VALUES (?, ?, ?)", (doc_id, *search))
     return doc_id
@@ -130,8 +122,33 @@ def insert_chunk(conn, path, chunk_index, heading, content, vector, content_hash
 def delete_page(conn, path):
     """Remove a page's chunks from every table (caller holds the transaction)."""
     ids = [row[0] for row in conn.execute("SELECT id FROM docs WHERE path = ?", (path,))]
-    conn.executemany("DELETE FROM vectors WHERE doc_id = ?", [(i,) for i in ids])
+    conn.execute("DELETE FROM docs WHERE path = ?", (path,))  # the first write opens the transaction
+    conn.execute("DELETE FROM pages WHERE path = ?", (path,))
     if fts_available(conn):
         conn.executemany("DELETE FROM fts WHERE rowid = ?", [(i,) for i in ids])
-    conn.execute("DELETE FROM docs WHERE path = ?", (path,))
-    conn.execute("DELETE FROM pages WHERE path = ?", (path,))
+    vectors.delete_vectors(conn, ids)
+
+
+def migrate_1_to_2(conn, path):
+    """Schema 1 -> 2: copy every row of `vectors` into vector_blocks, drop `vectors`; one transaction.
+
+    Returns the new version ("2"); a read-only or broken file raises StoreError (rebuild message).
+    """
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+        if read_meta(conn).get("schema_version") != "1":  # another process migrated it meanwhile
+            conn.commit()
+            return read_meta(conn).get("schema_version")
+        print(f"{path}: Index wird einmalig auf Schema-Version 2 umgestellt (Vektoren in Blöcken) …",
+              file=sys.stderr, flush=True)
+        conn.execute(vectors.SCHEMA)
+        for doc_id, blob in conn.execute("SELECT doc_id, vec FROM vectors ORDER BY doc_id").fetchall():
+            vectors.write_vector(conn, doc_id, list(vectors.floats(blob)))
+        conn.execute("DROP TABLE vectors")
+        write_meta(conn, schema_version=SCHEMA_VERSION)
+        conn.commit()
+    except sqlite3.Error as exc:
+        conn.rollback()
+        raise StoreError(f"{path} hat Schema-Version 1 und lässt sich nicht umstellen ({exc}) – neu bauen mit: "
+                         f"python3 build_index.py --rebuild")
+    return str(SCHEMA_VERSION)
