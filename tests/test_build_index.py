@@ -16,7 +16,7 @@ import time
 import pytest
 
 from conftest import ROOT, SMALL_WIKI, load_json, run_script, write_wiki
-from rag import embedder, german
+from rag import embedder, german, vectors
 
 
 def build(wiki, env, *args, **extra_env):
@@ -122,7 +122,7 @@ def test_deleted_page_leaves_every_table(small_wiki, fake_embedding):
     conn = sqlite3.connect(fake_embedding["RAG_DB"])
     assert conn.execute("SELECT COUNT(*) FROM docs WHERE path = 'drucker.md'").fetchone()[0] == 0
     assert conn.execute("SELECT COUNT(*) FROM pages WHERE path = 'drucker.md'").fetchone()[0] == 0
-    assert conn.execute("SELECT COUNT(*) FROM vectors").fetchone()[0] == 3
+    assert len(vectors.stored_ids(conn)) == 3
     assert conn.execute("SELECT COUNT(*) FROM fts").fetchone()[0] == 3
     assert conn.execute("SELECT COUNT(*) FROM fts WHERE fts MATCH 'drucker'").fetchone()[0] == 0
 
@@ -248,7 +248,9 @@ def test_sigkill_leaves_every_page_old_or_new_and_the_next_run_finishes(tmp_path
         assert now.get(path) in (old.get(path), new.get(path)), f"{path} is neither entirely old nor entirely new"
         assert pages.get(path) == (len(now[path]) if path in now else None)
     ids = conn.execute("SELECT id FROM docs ORDER BY id").fetchall()
-    assert conn.execute("SELECT doc_id FROM vectors ORDER BY doc_id").fetchall() == ids
+    assert [(i,) for i in vectors.stored_ids(conn)] == ids  # packed vectors (vector_blocks): same pages
+    for doc_id, embedding in conn.execute("SELECT id, embedding FROM docs"):
+        assert vectors.read_vector(conn, doc_id) == list(vectors.floats(vectors.pack(json.loads(embedding))))
     assert conn.execute("SELECT rowid FROM fts ORDER BY rowid").fetchall() == ids
     conn.close()
     written = sum(1 for path, chunks in now.items() if chunks == new.get(path) != old.get(path))
@@ -534,7 +536,7 @@ def test_real_model_embeds_a_chunk_longer_than_the_old_default_batch(real, tmp_p
     stored = rows(tmp_path / "knowledge.db")
     assert len(stored[0][3]) >= 2900
     vectors = [json.loads(r[4]) for r in stored]
-    assert all(len(v) == 640 for v in vectors) and vectors[0] != vectors[1]
+    assert all(len(v) == 384 for v in vectors) and vectors[0] != vectors[1]  # multilingual-e5-small (issue #9)
 
 
 def test_flags_are_reported_once_masked_and_kept_with_the_chunk(small_wiki, fake_embedding):
