@@ -5,9 +5,12 @@
     python3 build_index.py --rebuild       # from scratch (e.g. after changing the model)
 
 Steps, in the order of the post:
-  1. read     wiki/**/*.md and *.txt, sorted; front matter stripped
+  1. read     wiki/**/*.md and *.txt, sorted; front matter stripped; PDF, HTML and Word (.docx) pages
+              become Markdown first (rag/formats.py), only when their bytes changed
   2. chunk    at paragraph boundaries up to MAX_CHARS, each chunk under its heading path
-  3. embed    llama-embedding, many chunks per process (rag/embedder.py)
+  3. embed    many chunks per call: a llama-server --embeddings that this script starts for the
+              run (--embed-via spawn), llama-embedding processes as in the post (binary,
+              rag/embedder.py) or any running OpenAI-compatible endpoint (server, rag/embed_client.py)
   4. store    docs + vectors + search text in knowledge.db (rag/store.py), one transaction per page
 
 Incremental: a page whose bytes did not change is skipped; a chunk whose text (heading path +
@@ -20,8 +23,8 @@ symlink loop, no text) is skipped with one German warning naming it; text that i
 read with replacement characters (�) and a warning. A chunk too long for the model's context is
 split further.
 
-Does not handle: other formats than Markdown and plain text, setext headings (underlined with
-===), several writers at once.
+Does not handle: formats other than Markdown, plain text, PDF, HTML and .docx (no OCR of scans),
+setext headings (underlined with ===), several writers at once.
 """
 import argparse
 import collections
@@ -35,12 +38,14 @@ import time
 import unicodedata
 from pathlib import Path
 
-from rag import config, embedder, german, safety, store
+from rag import config, embed_client, embedder, formats, german, privacy, safety, store
+from rag.server_process import ServerProcess
 
 MAX_CHARS = 1200  # longest chunk in characters (as in the post)
-BATCH = 64  # chunks per llama-embedding process (bench/indexing.py --tune: 64 is 2.6x faster than 16)
+BATCH = 64  # chunks per llama-embedding process or request (bench/indexing.py --tune: 64 is 2.6x faster than 16)
+EMBED_VIA = "auto"  # auto: spawn when llama-server sits next to llama-embedding (same build), else binary
 MAX_FILE_BYTES = 5 * 1024 * 1024  # larger files are skipped with a warning
-SUFFIXES = (".md", ".txt")  # what counts as a wiki page
+SUFFIXES = (".md", ".txt") + formats.SUFFIXES  # what counts as a wiki page (.pdf .html .htm .docx: rag/formats.py)
 HEADING_SEP = " › "  # between the parts of a heading path
 CHUNKER = "chunker 2"  # bump when chunking changes: every page is then re-chunked (vectors reused)
 
@@ -70,7 +75,7 @@ def find_pages(wiki):
         seen_dirs.add(real)
         dirs[:] = sorted(d for d in dirs if not d.startswith("."))
         for name in files:
-            if not name.endswith(SUFFIXES) or name.startswith("."):
+            if not name.endswith(SUFFIXES) or name.startswith((".", "~$")):  # ~$: Office lock files
                 continue
             rel = Path(os.path.relpath(os.path.join(root, name), wiki)).as_posix()
             try:
@@ -86,7 +91,8 @@ def find_pages(wiki):
 def read_page(path, rel):
     """(text, sha256 of the bytes), or (None, None) with a warning naming the file if it is unusable.
 
-    Text is NFC with "\\n" line ends; UTF-16 with a byte order mark is read as such.
+    Text is NFC with "\\n" line ends; UTF-16 with a byte order mark is read as such. A PDF, HTML or
+    Word page comes back as its bytes: convert_page makes Markdown of it, only when it changed.
     """
     if not os.path.exists(path):
         warn(f"{rel}: Symlink ohne Ziel oder Symlink-Schleife – übersprungen; Link korrigieren")
@@ -94,15 +100,18 @@ def read_page(path, rel):
     if not os.path.isfile(path):
         warn(f"{rel}: keine normale Datei – übersprungen")
         return None, None
+    limit = formats.MAX_BYTES if formats.is_document(rel) else MAX_FILE_BYTES
     try:
-        if os.path.getsize(path) > MAX_FILE_BYTES:
-            warn(f"{rel}: größer als {MAX_FILE_BYTES // 2**20} MB – übersprungen; Datei aufteilen")
+        if os.path.getsize(path) > limit:
+            warn(f"{rel}: größer als {limit // 2**20} MB – übersprungen; Datei aufteilen")
             return None, None
         with open(path, "rb") as f:
             data = f.read()
     except OSError as exc:
         warn(f"{rel}: nicht lesbar ({exc.strerror}) – übersprungen; Rechte prüfen")
         return None, None
+    if formats.is_document(rel):
+        return data, hashlib.sha256(data).hexdigest()
     if data[:2] in (b"\xff\xfe", b"\xfe\xff"):  # UTF-16 with BOM ("Unicode" in Windows editors)
         text = data.decode("utf-16", errors="replace")
     elif b"\x00" in data[:8192]:
@@ -116,6 +125,24 @@ def read_page(path, rel):
             warn(f"{rel}: kein gültiges UTF-8 – mit Ersatzzeichen (�) gelesen; Datei als UTF-8 speichern")
     text = unicodedata.normalize("NFC", text.replace("\r\n", "\n").replace("\r", "\n"))
     return text, hashlib.sha256(data).hexdigest()
+
+
+def convert_page(rel, data, pdftotext, warned):
+    """(Markdown of a PDF/HTML/Word page, False), or (None, keep) after one warning naming the file.
+
+    keep is True when only the converter is missing (pdftotext): warned once per run, and a page
+    already in the index keeps its chunks. Example: "a.html", b"<h1>A</h1><p>x</p>" -> ("# A\\n\\nx\\n", False)
+    """
+    try:
+        return formats.to_markdown(rel, data, pdftotext), False
+    except formats.ToolMissing as exc:
+        if str(exc) not in warned:
+            warned.add(str(exc))
+            warn(str(exc))
+        return None, True
+    except formats.FormatError as exc:
+        warn(f"{rel}: {exc} – übersprungen")
+        return None, False
 
 
 FRONT_MATTER = re.compile(r"\A---[ \t]*\n(.*?\n)?(?:---|\.\.\.)[ \t]*(?:\n|\Z)", re.S)
@@ -257,28 +284,72 @@ class Progress:
             print(file=sys.stderr)
 
 
+def transport(args):
+    """--embed-via auto -> "spawn" when llama-server sits next to llama-embedding, else "binary".
+
+    Example: /opt/llama.cpp/bin/llama-embedding next to /opt/llama.cpp/bin/llama-server -> "spawn"
+    """
+    if args.embed_via != "auto":
+        return args.embed_via
+    return "spawn" if os.path.isfile(server_bin(args)) else "binary"
+
+
+def server_bin(args):
+    """The llama-server of the same llama.cpp build as --embedding-bin (same vectors)."""
+    return os.path.join(os.path.dirname(os.path.abspath(args.embedding_bin)), "llama-server")
+
+
 def embed_all(texts, args):
-    """Vectors for `texts`, in order, BATCH texts per llama-embedding process; yields per batch."""
-    for start in range(0, len(texts), args.batch):
-        batch = texts[start:start + args.batch]
-        yield start, embedder.embed_texts(batch, args.embedding_bin, args.model,
-                                          threads=args.threads, timeout=args.timeout)
+    """Vectors for `texts`, in order, args.batch texts per call; yields (start, vectors) per batch."""
+    if args.via == "binary":
+        for start in range(0, len(texts), args.batch):
+            batch = texts[start:start + args.batch]
+            yield start, embedder.embed_texts(batch, args.embedding_bin, args.model,
+                                              threads=args.threads, timeout=args.timeout)
+        return
+    if args.via == "server":
+        yield from embed_via_server(texts, args.batch, args.timeout, args.embed_url, args.embed_model_name, args.api_key)
+        return
+    if not args.quiet:
+        print("Starte llama-server --embeddings für diesen Lauf (--embed-via binary: llama-embedding wie im Artikel)",
+              file=sys.stderr, flush=True)
+    server = ServerProcess.for_indexing(args.model, server_bin(args), texts, threads=args.threads)
+    try:
+        server.start()
+    except RuntimeError as exc:
+        raise embedder.EmbeddingError(f"{exc} – oder --embed-via binary verwenden")
+    try:
+        yield from embed_via_server(texts, args.batch, args.timeout, server.url)
+    finally:
+        server.stop()
+
+
+def embed_via_server(texts, batch, timeout, url, model_name=None, api_key=None):
+    """(start, vectors) per `batch` texts, each batch one /v1/embeddings request."""
+    for start in range(0, len(texts), batch):
+        yield start, embed_client.embed_fitted(texts[start:start + batch], url, model_name, api_key, timeout=timeout)
 
 
 # -- 4. store --------------------------------------------------------------------------------------
-def model_identity(model):
-    """What the index remembers about the embedding model: file name and size."""
-    return os.path.basename(model), str(os.path.getsize(model))
+def model_identity(args):
+    """What the index remembers about the embedding model: (file name, size in bytes) of a GGUF file,
+    or (the model name a server reports, "") for --embed-via server (rag/embed_client.py)."""
+    if args.via == "server":
+        return embed_client.identify(args.embed_url, args.embed_model_name, args.api_key), ""
+    return os.path.basename(args.model), str(os.path.getsize(args.model))
 
 
 def check_model(conn, args, db_path):
+    """Refuse to mix models: names must match, and sizes where both are known (a server has none)."""
     meta = store.read_meta(conn)
-    name, size = model_identity(args.model)
-    if meta.get("embed_model") and (meta["embed_model"], meta.get("embed_model_size")) != (name, size):
-        raise SystemExit(f"Fehler: {db_path} wurde mit Modell {meta['embed_model']} "
-                         f"({meta.get('embed_model_size')} Bytes, Dimension {meta.get('dim')}) gebaut, jetzt ist "
-                         f"{name} ({size} Bytes) eingestellt – neu bauen mit: python3 build_index.py --rebuild")
-    if meta.get("pooling") and meta["pooling"] != embedder.POOLING:
+    name, size = args.identity
+    built, built_size = meta.get("embed_model"), meta.get("embed_model_size")
+    if built and (built != name or (built_size and size and built_size != size)):
+        sizes = f" ({built_size} Bytes)" if built_size else "", f" ({size} Bytes)" if size else ""
+        raise SystemExit(f"Fehler: {db_path} wurde mit Modell {built}{sizes[0]} (Dimension {meta.get('dim')}) "
+                         f"gebaut, jetzt ist {name}{sizes[1]} eingestellt – neu bauen mit: "
+                         f"python3 build_index.py --rebuild")
+    if args.via != "server" and meta.get("pooling") and meta["pooling"] != embedder.POOLING:
         raise SystemExit(f"Fehler: {db_path} wurde mit Pooling {meta['pooling']} gebaut, jetzt {embedder.POOLING} "
                          f"– neu bauen mit: python3 build_index.py --rebuild")
 
@@ -322,16 +393,41 @@ def report_flags(conn, paths):
                 print(f"Markiert: {path} › {heading}: {flag['rule']} „{flag['match']}“", file=sys.stderr)
 
 
+def report_pii(conn, paths):
+    """One stderr line per page of this run with personal data: counts per kind, never the values.
+
+    Example: "Personenbezogene Daten: hr-it/x.md: 2 IBAN, 1 TELEFON" (the index keeps the text as
+    it is; ask_rag.py masks it at ask time, see rag/privacy.py)
+    """
+    for path in sorted(paths):
+        rows = conn.execute("SELECT content FROM docs WHERE path = ? ORDER BY chunk_index", (path,))
+        found = privacy.describe(privacy.counts("\n\n".join(content for (content,) in rows)))
+        if found:
+            print(f"Personenbezogene Daten: {path}: {found}", file=sys.stderr)
+
+
 def build(args):
     wiki = Path(args.wiki)
     if not wiki.is_dir():
         raise SystemExit(f"Fehler: Wiki-Ordner {wiki} nicht gefunden – Pfad mit --wiki oder RAG_WIKI angeben.")
     pages = find_pages(wiki)
     if not pages:
-        raise SystemExit(f"Fehler: keine .md- oder .txt-Seiten in {wiki} – Markdown-Dateien dort ablegen.")
-    if not os.path.isfile(args.model):
+        raise SystemExit(f"Fehler: keine .md- oder .txt-Seiten (auch kein PDF, HTML, .docx) in {wiki} – "
+                         f"Markdown-Dateien dort ablegen.")
+    args.via = transport(args)
+    if args.via == "server" and not args.embed_url:
+        raise SystemExit("Fehler: --embed-via server braucht die URL des Embedding-Servers – "
+                         "--embed-url / RAG_EMBED_URL angeben, z. B. http://127.0.0.1:8080")
+    if args.via != "server" and not os.path.isfile(args.model):
         raise SystemExit(f"Fehler: Embedding-Modell {args.model} nicht gefunden – einrichten mit: "
                          f"python3 scripts/setup_llama.py (oder --model / RAG_EMBED_MODEL)")
+    if args.via == "spawn" and not os.path.isfile(server_bin(args)):
+        raise SystemExit(f"Fehler: llama-server nicht neben llama-embedding gefunden ({server_bin(args)}) – "
+                         f"einrichten mit: python3 scripts/setup_llama.py oder --embed-via binary verwenden")
+    try:
+        args.identity = model_identity(args)
+    except embedder.EmbeddingError as exc:
+        raise SystemExit(f"Fehler: {exc}")
     db_path = args.db
     if not os.path.isdir(os.path.dirname(os.path.abspath(db_path))):
         raise SystemExit(f"Fehler: Ordner für den Index {db_path} fehlt – anlegen oder --db / RAG_DB ändern.")
@@ -359,16 +455,23 @@ def build(args):
 
     # 1.+2. read every page, chunk those that changed
     todo = []  # (rel, page_hash, chunks, text hash of each chunk), in path order
-    present = set()
+    present, warned = set(), set()  # warned: missing converters, one warning per run
     for rel in pages:
         text, file_hash = read_page(wiki / rel, rel)
         if text is None:
             continue
-        page_hash = text_hash(f"{settings}\n{file_hash}")
+        version = f", {formats.CONVERTER}" if formats.is_document(rel) else ""  # (Markdown hashes stay as they were)
+        page_hash = text_hash(f"{settings}{version}\n{file_hash}")
         present.add(rel)
         if known.get(rel) == page_hash:
             stats["unchanged"] += 1
             continue
+        if formats.is_document(rel):
+            text, keep = convert_page(rel, text, args.pdftotext, warned)
+            if text is None:
+                if not (keep and rel in known):
+                    present.discard(rel)
+                continue
         chunks = chunk_page(text, args.max_chars)
         if not chunks:
             warn(f"{rel}: enthält keinen Text (leer oder nur Überschriften/Front Matter) – übersprungen")
@@ -397,6 +500,8 @@ def build(args):
     progress = Progress(len(todo), not args.quiet)
     meta = store.read_meta(conn)
     dim = meta.get("dim")
+    query_prefix, passage_prefix = embedder.prefixes_for(args.identity[0])  # e5: "query: ", "passage: "
+    passage_prefix = meta.get("passage_prefix", passage_prefix)  # an index keeps the prefix it was built with
     pending, written = collections.deque(todo), []
 
     def flush_ready():
@@ -408,16 +513,17 @@ def build(args):
 
     try:
         flush_ready()  # pages whose chunks are all reused
-        for start, batch_vectors in embed_all([needed[h] for h in missing], args):
+        for start, batch_vectors in embed_all([passage_prefix + needed[h] for h in missing], args):
             for h, vec in zip(missing[start:start + len(batch_vectors)], batch_vectors):
                 if dim is None:
                     dim = str(len(vec))
-                    name, size = model_identity(args.model)
+                    name, size = args.identity
                     with conn:
                         store.write_meta(conn, embed_model=name, embed_model_size=size, dim=dim,
-                                         pooling=embedder.POOLING)
+                                         query_prefix=query_prefix, passage_prefix=passage_prefix,
+                                         **({} if args.via == "server" else {"pooling": embedder.POOLING}))
                 elif str(len(vec)) != dim:
-                    raise SystemExit(f"Fehler: {os.path.basename(args.model)} liefert Dimension {len(vec)}, "
+                    raise SystemExit(f"Fehler: {args.identity[0]} liefert Dimension {len(vec)}, "
                                      f"{db_path} wurde mit {meta.get('embed_model')} in Dimension {dim} gebaut – "
                                      f"neu bauen mit: python3 build_index.py --rebuild")
                 vectors[h] = vec
@@ -438,6 +544,7 @@ def build(args):
         stats["removed"] += 1
     refresh_search(conn)
     report_flags(conn, set(written))
+    report_pii(conn, written)
     count = conn.execute("SELECT COUNT(*) FROM docs").fetchone()[0]
     conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # all in the main file (stays in WAL mode for readers)
     conn.close()
@@ -454,9 +561,10 @@ def build(args):
 
 def main():
     parser = argparse.ArgumentParser(
-        description="Baut den Suchindex (knowledge.db) aus den Markdown-Seiten des Wikis.",
+        description="Baut den Suchindex (knowledge.db) aus den Seiten des Wikis (Markdown, Text, PDF, HTML, .docx).",
         epilog="Umgebungsvariablen: RAG_WIKI, RAG_DB, LLAMA_EMBEDDING, RAG_EMBED_MODEL, RAG_EMBED_BATCH, "
-               "RAG_EMBED_THREADS, RAG_EMBED_TIMEOUT, RAG_CACHE (Ort des Setups).")
+               "RAG_EMBED_THREADS, RAG_EMBED_TIMEOUT, RAG_EMBED_VIA, RAG_EMBED_URL, RAG_EMBED_MODEL_NAME, "
+               "RAG_API_KEY, RAG_PDFTOTEXT, RAG_CACHE (Ort des Setups).")
     parser.add_argument("--wiki", default=config.env_str("RAG_WIKI", "wiki"),
                         help="Ordner mit den Seiten (RAG_WIKI, Standard: wiki)")
     parser.add_argument("--db", default=config.env_str("RAG_DB", "knowledge.db"),
@@ -464,13 +572,30 @@ def main():
     parser.add_argument("--embedding-bin", default=config.default_embedding_bin(),
                         help="Pfad zu llama-embedding (LLAMA_EMBEDDING; Standard: PATH, sonst Setup-Cache)")
     parser.add_argument("--model", default=config.default_model(),
-                        help="GGUF-Modell für die Embeddings (RAG_EMBED_MODEL; Standard: Gemma 3 270M aus dem Setup)")
+                        help="GGUF-Modell für die Embeddings (RAG_EMBED_MODEL; Standard: multilingual-e5-small aus dem Setup)")
+    parser.add_argument("--embed-via", choices=("auto", "spawn", "binary", "server"),
+                        default=config.env_str("RAG_EMBED_VIA", EMBED_VIA),
+                        help="spawn: einen llama-server --embeddings für den Lauf starten (der neben "
+                             "llama-embedding); binary: llama-embedding-Prozesse wie im Artikel; server: laufender "
+                             "OpenAI-kompatibler Endpunkt (--embed-url); auto (Standard): spawn, wenn llama-server "
+                             "neben llama-embedding liegt, sonst binary (RAG_EMBED_VIA)")
+    parser.add_argument("--embed-url", default=os.environ.get("RAG_EMBED_URL") or os.environ.get("LLAMA_SERVER_URL"),
+                        help="URL des Embedding-Servers für --embed-via server, z. B. http://127.0.0.1:8080 oder "
+                             "http://127.0.0.1:11434/v1 (RAG_EMBED_URL, sonst LLAMA_SERVER_URL)")
+    parser.add_argument("--embed-model-name", default=os.environ.get("RAG_EMBED_MODEL_NAME"),
+                        help="Modellname, den der Embedding-Server erwartet (RAG_EMBED_MODEL_NAME; Ollama und vLLM "
+                             "brauchen ihn)")
+    parser.add_argument("--api-key", default=os.environ.get("RAG_API_KEY"),
+                        help="API-Schlüssel des Embedding-Servers, als Bearer-Token (RAG_API_KEY; besser als "
+                             "Variable, Flags sieht jeder in ps)")
     parser.add_argument("--batch", type=int, default=config.env_int("RAG_EMBED_BATCH", BATCH),
-                        help=f"Chunks pro llama-embedding-Aufruf (RAG_EMBED_BATCH, Standard: {BATCH})")
+                        help=f"Chunks pro llama-embedding-Aufruf bzw. Server-Anfrage (RAG_EMBED_BATCH, Standard: {BATCH})")
     parser.add_argument("--threads", type=int, default=config.env_int("RAG_EMBED_THREADS", 0) or None,
                         help="CPU-Threads für llama-embedding (RAG_EMBED_THREADS, Standard: llama.cpp)")
     parser.add_argument("--timeout", type=int, default=config.env_int("RAG_EMBED_TIMEOUT", 0) or None,
                         help="Sekunden pro llama-embedding-Aufruf (RAG_EMBED_TIMEOUT, Standard: 120 + 2 je Chunk)")
+    parser.add_argument("--pdftotext", default=formats.default_pdftotext(),
+                        help="pdftotext aus poppler-utils für PDF-Seiten (RAG_PDFTOTEXT; Standard: PATH)")
     parser.add_argument("--max-chars", type=int, default=MAX_CHARS, help=f"maximale Chunk-Länge (Standard: {MAX_CHARS})")
     parser.add_argument("--rebuild", action="store_true", help="Index komplett neu bauen (alter bleibt bis zum Ende)")
     parser.add_argument("--quiet", action="store_true", help="keine Fortschrittsanzeige")

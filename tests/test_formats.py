@@ -1,0 +1,463 @@
+"""PDF, HTML and Word pages: the readers of rag/formats.py, then build_index.py and ask_rag.py as a reader runs them.
+
+The PDFs and .docx files are made by scripts/make_sample_pages.py (pdf_bytes, docx_bytes), the
+same code that wrote the sample pages of wiki/. Tests that need poppler's pdftotext skip locally
+when it is missing and fail in CI (CI=true), like the `real` fixture. A fake pdftotext (a Python
+script printing what `pdftotext -htmlmeta` prints) tests the PDF reader without poppler.
+"""
+import importlib.util
+import os
+import shutil
+import sqlite3
+import sys
+import zipfile
+
+import pytest
+
+from conftest import ROOT, SMALL_WIKI, load_json, run_script, write_wiki
+from rag import formats
+
+spec = importlib.util.spec_from_file_location("make_sample_pages", ROOT / "scripts" / "make_sample_pages.py")
+sample = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(sample)
+
+PDF_PAGE = "vertraege/wartungsvertrag-handscanner.pdf"
+HTML_PAGE = "arbeitsplatz/besprechungsraeume.html"
+DOCX_PAGE = "server/stromausfall-serverraum.docx"
+INSTALL = "apt-get install poppler-utils"
+
+
+@pytest.fixture(scope="session")
+def pdftotext():
+    """The real pdftotext (poppler-utils): skipped locally when missing, a failure in CI."""
+    path = shutil.which("pdftotext")
+    if not path:
+        message = f"pdftotext missing – install with: {INSTALL}"
+        if os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)
+    return path
+
+
+def build(wiki, env, *args, **extra_env):
+    return run_script("build_index.py", "--wiki", wiki, "--quiet", *args, env={**env, **extra_env}, timeout=120)
+
+
+def ok(result):
+    assert result.returncode == 0, result.stderr
+    assert "Traceback" not in result.stderr
+    return result
+
+
+def rows(db):
+    conn = sqlite3.connect(db)
+    out = conn.execute("SELECT path, heading, content FROM docs ORDER BY path, chunk_index").fetchall()
+    conn.close()
+    return out
+
+
+def warnings(result):
+    return [line for line in result.stderr.splitlines() if line.startswith("Warnung: ")]
+
+
+# -- unit: helpers ---------------------------------------------------------------------------------
+@pytest.mark.parametrize("line, expected", [
+    ("# 3 Paletten", "\\# 3 Paletten"), ("  ```bash", "  \\```bash"), ("~~~", "\\~~~"), ("#", "\\#"),
+    ("#hashtag", "#hashtag"), ("Text # kein Titel", "Text # kein Titel"), ("--- Trenner", "--- Trenner"),
+])
+def test_protect_escapes_only_what_the_chunker_would_read_as_markup(line, expected):
+    assert formats.protect(line) == expected
+
+
+@pytest.mark.parametrize("name, expected", [
+    ("a/Vertrag.PDF", True), ("raum.htm", True), ("raum.html", True), ("x.docx", True),
+    ("seite.md", False), ("notiz.txt", False), ("alt.doc", False)])
+def test_is_document(name, expected):
+    assert formats.is_document(name) == expected
+
+
+# -- unit: PDF -------------------------------------------------------------------------------------
+FAKE_PDFTOTEXT = '''#!{python}
+import sys
+data = sys.stdin.buffer.read()
+assert sys.argv[1:] == ["-layout", "-enc", "UTF-8", "-htmlmeta", "-", "-"], sys.argv
+if data.startswith(b"broken"):
+    sys.stderr.write("Syntax Error: Couldn't find trailer dictionary\\n"); sys.exit(1)
+if data.startswith(b"secret"):
+    sys.stderr.write("Command Line Error: Incorrect password\\n"); sys.exit(1)
+title = "<title>Vertrag &amp; Anlage</title>\\n" if data.startswith(b"titled") else ""
+pages = {{b"scan": "\\f\\f",  # a page without text, then the final form feed
+         b"text": "   Grüße <Lager>\\n   # 3 Paletten\\n\\n\\n\\n   Absatz zwei   \\n\\f\\f   Seite drei\\n\\f"}}
+body = pages.get(data.split(b":")[-1], "")
+sys.stdout.write("<html>\\n<head>\\n" + title + "</head>\\n<body>\\n<pre>\\n" + body + "</pre>\\n</body>\\n</html>\\n")
+'''
+
+
+@pytest.fixture
+def fake_pdftotext(tmp_path):
+    path = tmp_path / "fake-pdftotext"
+    path.write_text(FAKE_PDFTOTEXT.format(python=sys.executable), encoding="utf-8")
+    path.chmod(0o755)
+    return str(path)
+
+
+def test_pdf_pages_become_sections_under_the_file_name(fake_pdftotext):
+    text = formats.to_markdown("vertraege/vertrag.pdf", b"plain:text", fake_pdftotext)
+    assert text == ("# vertrag.pdf\n\n## Seite 1\n\nGrüße <Lager>\n\\# 3 Paletten\n\nAbsatz zwei\n\n"
+                    "## Seite 2\n\n## Seite 3\n\nSeite drei\n")
+
+
+def test_pdf_title_from_metadata(fake_pdftotext):
+    assert formats.to_markdown("v.pdf", b"titled:text", fake_pdftotext).startswith("# Vertrag & Anlage\n\n## Seite 1")
+
+
+@pytest.mark.parametrize("title", ["Microsoft Word - vertrag_v3.docx", "Untitled", "Dokument1", "scan_0042.pdf", " "])
+def test_pdf_title_that_names_no_document_gives_way_to_the_file_name(pdftotext, title):
+    data = sample.pdf_bytes([["Text"]], title)
+    assert formats.to_markdown("a/vertrag.pdf", data, pdftotext).startswith("# vertrag.pdf\n\n## Seite 1\n")
+
+
+@pytest.mark.parametrize("data, reason", [
+    (b"broken", "defekt oder kein PDF (pdftotext: Syntax Error: Couldn't find trailer dictionary)"),
+    (b"secret", "verschlüsselt (Passwort nötig)"),
+    (b"plain:scan", "kein Textlayer – OCR nötig"),
+])
+def test_pdf_failures_name_the_reason(fake_pdftotext, data, reason):
+    with pytest.raises(formats.FormatError, match=reason.replace("(", r"\(").replace(")", r"\)")):
+        formats.to_markdown("v.pdf", data, fake_pdftotext)
+
+
+def test_missing_pdftotext_names_the_install_command(tmp_path):
+    with pytest.raises(formats.ToolMissing, match=INSTALL):
+        formats.to_markdown("v.pdf", b"%PDF", str(tmp_path / "nonexistent"))
+
+
+def test_real_pdftotext_keeps_umlauts_and_page_breaks(pdftotext):
+    data = sample.pdf_bytes([["## Kündigung", "", "Frist: 6 Monate – Schriftform „nötig“, 14,50 €"],
+                             ["(Klammern) und \\ Backslash, <b> & &amp;"]], "Größe <&> Maß")
+    assert formats.to_markdown("x.pdf", data, pdftotext) == (
+        "# Größe <&> Maß\n\n## Seite 1\n\nKündigung\n\nFrist: 6 Monate – Schriftform „nötig“, 14,50 €\n\n"
+        "## Seite 2\n\n(Klammern) und \\ Backslash, <b> & &amp;\n")
+
+
+@pytest.mark.parametrize("data, reason", [
+    (sample.pdf_bytes([["Geheim"]], encrypt=True), "verschlüsselt"),
+    (sample.pdf_bytes([["Text"]])[:200], "defekt oder kein PDF"),
+    (sample.pdf_bytes([[], []]), "kein Textlayer – OCR nötig"),
+], ids=["encrypted", "truncated", "scan"])
+def test_real_pdftotext_failures(pdftotext, data, reason):
+    with pytest.raises(formats.FormatError, match=reason):
+        formats.to_markdown("x.pdf", data, pdftotext)
+
+
+# -- unit: HTML ------------------------------------------------------------------------------------
+@pytest.mark.parametrize("html, expected", [
+    ("<h1>Drucker</h1><p>Text &amp; mehr&nbsp;hier</p>", "# Drucker\n\nText & mehr hier\n"),
+    ("<title>Titel</title><h2>A</h2><p>x</p>", "# Titel\n\n## A\n\nx\n"),
+    ("<p>ohne Titel</p>", "# seite.html\n\nohne Titel\n"),
+    ("<h1>T</h1><ul><li>eins</li><li>zwei<ul><li>zwei a</li></ul></li></ul><ol><li><p>erst</p></li><li>dann</li></ol>",
+     "# T\n\n- eins\n- zwei\n  - zwei a\n\n1. erst\n2. dann\n"),
+    ("<h1>T</h1><table><tr><th>Raum</th><th>Plätze</th></tr><tr><td><p>Elbe</p></td><td>12</td></tr></table>",
+     "# T\n\nRaum | Plätze\nElbe | 12\n"),
+    ("<h1>T</h1><pre>\nls -l\n  # Kommentar\n</pre><p>Befehl <code>cm user/x</code></p>",
+     "# T\n\n```\nls -l\n  # Kommentar\n```\n\nBefehl `cm user/x`\n"),
+    ("<h1>T</h1><script>alert(1)</script><style>p{}</style><!-- weg --><nav><a>Start</a></nav><p>bleibt</p>",
+     "# T\n\nbleibt\n"),
+    ("<header><a>Logo</a></header><article><header><h1>T</h1></header><p>x</p><footer>Autor: Ada</footer></article>"
+     "<footer>Impressum</footer><aside>Werbung</aside>", "# T\n\nx\n\nAutor: Ada\n"),
+    ("<h1>T</h1><div role='navigation'>Menü</div><p hidden>alt</p><div aria-hidden='true'>x</div><p>ja</p>"
+     "<img hidden src='a.png'><hr hidden><p>auch</p>", "# T\n\nja\n\nauch\n"),
+    ("<h1>T</h1><p># keine Überschrift<br>```nicht<br>zweite Zeile</p>",
+     "# T\n\n\\# keine Überschrift\n\\```nicht\nzweite Zeile\n"),
+    ("<h1>T</h1><p>abgebrochen <b>fett", "# T\n\nabgebrochen fett\n"),
+], ids=["entities", "title", "no-title", "lists", "table", "pre-code", "dropped", "page-chrome", "hidden",
+        "markup-escaped", "truncated"])
+def test_html_to_markdown(html, expected):
+    assert formats.to_markdown("a/seite.html", html.encode("utf-8")) == expected
+
+
+@pytest.mark.parametrize("data", [
+    '<meta charset="iso-8859-1"><h1>Grüße</h1>'.encode("latin-1"),
+    '<meta http-equiv="Content-Type" content="text/html; charset=windows-1252"><h1>Grüße</h1>'.encode("cp1252"),
+    "<h1>Grüße</h1>".encode("utf-8-sig"), "<h1>Grüße</h1>".encode("utf-16"), "<h1>Grüße</h1>".encode("cp1252"),
+], ids=["meta-charset", "http-equiv", "utf8-bom", "utf16", "undeclared-cp1252"])
+def test_html_encodings(data):
+    assert formats.to_markdown("x.htm", data).startswith("# Grüße\n")
+
+
+HAND_WRITTEN = """\
+# Besprechungsräume: Technik und Buchung
+
+Die Zentrale in Hamburg hat zwei Besprechungsräume mit Videokonferenztechnik, das Lager Lüneburg einen \
+Schulungsraum. Diese Seite beschreibt die Technik, die Buchung und was bei Störungen zu tun ist.
+
+## Räume und Ausstattung
+
+Raum | Ort | Plätze | Technik
+Elbe | Zentrale, 3. OG | 12 | Logitech Rally Bar, 75-Zoll-Display, Deckenmikrofone
+Alster | Zentrale, 3. OG | 6 | Logitech MeetUp, 55-Zoll-Display
+Ilmenau | Lager Lüneburg, EG | 20 | Beamer, Whiteboard, keine Kamera
+
+## Raum buchen
+
+Räume bucht man im Kalender als Ressource: `raum-elbe@nordlicht-logistik.de`, `raum-alster@nordlicht-logistik.de` \
+oder `raum-ilmenau@nordlicht-logistik.de` als Teilnehmer einladen. Die Ressource sagt automatisch zu, wenn der Raum \
+frei ist.
+
+- Buchungen über mehr als 4 Stunden gibt die Assistenz der Geschäftsführung frei.
+- Wer eine Buchung 15 Minuten nach Beginn nicht wahrnimmt, verliert sie; der Raum wird automatisch wieder frei.
+- Externe Gäste bekommen am Empfang einen Gutschein für das WLAN NL-Gast.
+
+## Videokonferenz starten
+
+1. Display mit der Fernbedienung auf dem Tisch einschalten.
+2. Den Laptop mit dem USB-C-Kabel am Tischanschluss verbinden; Bild und Ton laufen über dieses eine Kabel.
+3. In der Konferenz-Software als Kamera und Mikrofon „Logitech Rally“ (Raum Alster: \
+„Logitech MeetUp“) auswählen.
+
+### Kein Bild?
+
+Meist ist das USB-C-Kabel nicht ganz eingesteckt oder der Laptop gibt das Bild nur auf dem eigenen Schirm aus. \
+Unter Windows mit Windows-Taste + P → „Duplizieren“ wählen.
+
+## Störungen
+
+Hängt die Rally Bar, hilft ein Neustart über ihre Verwaltungsoberfläche im Browser:
+
+```
+https://rally-elbe.nordlicht.local
+Anmelden als: raumtechnik
+Menü: Geräte > Neu starten
+```
+
+Hilft das nicht, ein Ticket beim IT-Helpdesk anlegen; bei einer laufenden Besprechung mit Kunden direkt die \
+Durchwahl 4711 anrufen.
+"""
+
+
+def test_confluence_export_indexes_like_its_markdown(tmp_path, fake_embedding):
+    """Breadcrumbs, page metadata, attachments and footer go; the space name leaves the title."""
+    for name, write in (("html", lambda w: shutil.copy(ROOT / "wiki" / HTML_PAGE, w / "raeume.html")),
+                        ("md", lambda w: (w / "raeume.md").write_text(HAND_WRITTEN, encoding="utf-8"))):
+        (tmp_path / name).mkdir()
+        write(tmp_path / name)
+        ok(build(tmp_path / name, fake_embedding, RAG_DB=str(tmp_path / f"{name}.db")))
+    from_html = [row[1:] for row in rows(tmp_path / "html.db")]
+    from_md = [row[1:] for row in rows(tmp_path / "md.db")]
+    assert from_html == from_md
+    assert [h for h, _ in from_html][-2:] == ["Besprechungsräume: Technik und Buchung › Videokonferenz starten › "
+                                              "Kein Bild?", "Besprechungsräume: Technik und Buchung › Störungen"]
+    assert not any(word in content for _, content in from_html
+                   for word in ("Dokument generiert", "Erstellt von", "Anhänge", "Arbeitsplatz_1048577", "IT : "))
+
+
+def test_html_file_with_binary_data_is_refused():
+    with pytest.raises(formats.FormatError, match="Binärdaten"):
+        formats.to_markdown("x.html", b"<h1>A</h1>\x00\x01\x02")
+
+
+# -- unit: DOCX ------------------------------------------------------------------------------------
+@pytest.mark.parametrize("style_id, name, level", [
+    ("berschrift1", "heading 1", 1), ("berschrift2", "heading 2", 2), ("Heading1", "heading 1", 1),
+    ("Heading3", "Heading 3", 3), ("berschrift1", "Überschrift 1", 1), ("Meine", "Mein Stil", None),
+    ("Kapitel", "Kapitel", 2),  # no heading name, but outline level 1 -> H2
+    ("Unterkapitel", "Unterkapitel", 3),  # basedOn heading 3
+])
+def test_docx_heading_styles_are_resolved(style_id, name, level):
+    extra = {"Kapitel": '<w:pPr><w:outlineLvl w:val="1"/></w:pPr>', "Unterkapitel": '<w:basedOn w:val="Heading3"/>'}
+    styles = (f'<w:styles xmlns:w="{sample.W_NS}"><w:style w:type="paragraph" w:styleId="{style_id}">'
+              f'<w:name w:val="{name}"/>{extra.get(style_id, "")}</w:style><w:style w:type="paragraph" '
+              f'w:styleId="Heading3"><w:name w:val="heading 3"/></w:style></w:styles>')
+    data = sample.docx_bytes([(None, "Vorwort"), (style_id, "Ablauf"), (None, "Text")],
+                             parts={"word/styles.xml": styles})
+    heading = f"{'#' * level} Ablauf" if level else "Ablauf"
+    assert formats.to_markdown("a/anleitung.docx", data) == f"# anleitung.docx\n\nVorwort\n\n{heading}\n\nText\n"
+
+
+def test_docx_title_style_is_the_h1_and_pushes_headings_down():
+    data = sample.docx_bytes([("Titel", "Notfall"), ("berschrift1", "Ablauf"), ("list", "erst"), ("list", "dann"),
+                              ("table", [["Nr", "System"], ["1", "ERP"]]), (None, "# kein Titel")])
+    assert formats.to_markdown("n.docx", data) == (
+        "# Notfall\n\n## Ablauf\n\n1. erst\n2. dann\nNr | System\n1 | ERP\n\n\\# kein Titel\n")
+
+
+def test_docx_paragraph_text_as_word_writes_it():
+    """Links, tabs and breaks kept; deleted text and the VML copy of a text box (mc:Fallback) not."""
+    mc = "http://schemas.openxmlformats.org/markup-compatibility/2006"
+    box = '<w:txbxContent><w:p><w:r><w:t>Kasten</w:t></w:r></w:p></w:txbxContent>'
+    document = (f'<w:document xmlns:w="{sample.W_NS}" xmlns:mc="{mc}"><w:body><w:p>'
+                '<w:pPr><w:tabs><w:tab w:val="left" w:pos="720"/></w:tabs></w:pPr>'
+                '<w:r><w:t xml:space="preserve">Siehe </w:t></w:r><w:hyperlink><w:r><w:t>Wiki</w:t></w:r></w:hyperlink>'
+                '<w:r><w:tab/><w:t>Spalte</w:t><w:br/><w:t>Zeile 2</w:t></w:r>'
+                '<w:del><w:r><w:delText>gelöscht</w:delText></w:r></w:del>'
+                f'<w:r><mc:AlternateContent><mc:Choice>{box}</mc:Choice><mc:Fallback>{box}</mc:Fallback>'
+                '</mc:AlternateContent></w:r></w:p></w:body></w:document>')
+    data = sample.docx_bytes([], parts={"word/document.xml": document})
+    assert formats.to_markdown("t.docx", data) == "# t.docx\n\nSiehe Wiki Spalte\nZeile 2\nKasten\n"
+
+
+def test_docx_without_styles_uses_style_ids_and_core_title():
+    data = sample.docx_bytes([("Heading2", "Teil"), (None, "Text")], title="Handbuch",
+                             parts={"word/styles.xml": None, "word/numbering.xml": None})
+    assert formats.to_markdown("h.docx", data) == "# Handbuch\n\n## Teil\n\nText\n"
+
+
+@pytest.mark.parametrize("data, reason", [
+    (formats.OLE_MAGIC + b"\x00" * 504, "verschlüsselt"),
+    (b"Dies ist keine Word-Datei", "kein ZIP-Archiv"),
+    (sample.docx_bytes([(None, "x")], parts={"word/document.xml": None}), "word/document.xml fehlt"),
+    (sample.docx_bytes([(None, "x")], parts={"word/document.xml": "<w:document><kaputt"}), "defekt"),
+], ids=["encrypted-ole", "not-zip", "no-document-xml", "broken-xml"])
+def test_docx_failures_name_the_reason(data, reason):
+    with pytest.raises(formats.FormatError, match=reason):
+        formats.to_markdown("x.docx", data)
+
+
+# -- build_index.py end to end, fake embedder ------------------------------------------------------
+def sample_wiki(root):
+    wiki = write_wiki(root, SMALL_WIKI)
+    for rel in (PDF_PAGE, HTML_PAGE, DOCX_PAGE):
+        (wiki / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(ROOT / "wiki" / rel, wiki / rel)
+    return wiki
+
+
+def test_sample_pages_are_what_the_generator_writes():
+    assert (ROOT / "wiki" / PDF_PAGE).read_bytes() == sample.contract_pdf()
+    assert (ROOT / "wiki" / DOCX_PAGE).read_bytes() == sample.procedure_docx()
+
+
+def test_build_indexes_every_format_and_skips_unchanged_bytes(tmp_path, fake_embedding, pdftotext):
+    wiki = sample_wiki(tmp_path / "wiki")
+    first = ok(build(wiki, fake_embedding))
+    assert "6 neu" in first.stdout and warnings(first) == []
+    headings = {(path, heading) for path, heading, _ in rows(fake_embedding["RAG_DB"])}
+    assert (PDF_PAGE, "Wartungsvertrag Handscanner (MDE-Geräte) Lager Lüneburg › Seite 3") in headings
+    assert (HTML_PAGE, "Besprechungsräume: Technik und Buchung › Raum buchen") in headings
+    assert (DOCX_PAGE, "Arbeitsanweisung: Stromausfall im Serverraum › Ablauf bei Stromausfall › "
+                       "Geordnet herunterfahren") in headings
+    second = ok(build(wiki, fake_embedding, FAKE_EMBED_LOG=str(tmp_path / "calls.log")))
+    assert "0 neu, 0 geändert, 0 entfernt, 6 unverändert" in second.stdout
+    assert not (tmp_path / "calls.log").exists()
+    os.utime(wiki / PDF_PAGE, (0, 0))  # a new mtime alone changes nothing
+    with open(wiki / HTML_PAGE, "a", encoding="utf-8") as f:
+        f.write("<!-- neu exportiert -->\n")  # new bytes, same text: re-read, vectors reused
+    third = ok(build(wiki, fake_embedding))
+    assert "0 neu, 1 geändert, 0 entfernt, 5 unverändert · Chunks: 0 eingebettet, 6 wiederverwendet" in third.stdout
+
+
+BAD_FILES = {  # name: (bytes, reason in the warning)
+    "kaputt.pdf": (sample.pdf_bytes([["Text"]])[:300], "defekt oder kein PDF"),
+    "geheim.pdf": (sample.pdf_bytes([["Geheim"]], "Geheim", encrypt=True), "verschlüsselt (Passwort nötig)"),
+    "scan.pdf": (sample.pdf_bytes([[]]), "kein Textlayer – OCR nötig"),
+    "kaputt.html": (b"<html><body>\x00\x00\xff\xfe<p>", "Binärdaten, keine HTML-Datei"),
+    "leer.html": (b"<html><head><script>x()</script></head><body><nav>Start</nav></body></html>",
+                  "enthält keinen Text"),
+    "kein-zip.docx": (b"%PDF-1.4 falsche Endung", "kein ZIP-Archiv"),
+    "ohne-dokument.docx": (sample.docx_bytes([(None, "x")], parts={"word/document.xml": None}),
+                           "word/document.xml fehlt"),
+    "passwort.docx": (formats.OLE_MAGIC + b"\x00" * 1024, "verschlüsselt (Passwortschutz)"),
+}
+
+
+@pytest.mark.parametrize("name", BAD_FILES)
+def test_bad_document_is_skipped_with_one_warning(tmp_path, fake_embedding, pdftotext, name):
+    wiki = write_wiki(tmp_path / "wiki", SMALL_WIKI)
+    data, reason = BAD_FILES[name]
+    (wiki / "dokumente").mkdir()
+    (wiki / "dokumente" / name).write_bytes(data)
+    result = ok(build(wiki, fake_embedding))
+    [line] = warnings(result)
+    assert line.startswith(f"Warnung: dokumente/{name}: ") and reason in line, line
+    assert {r[0] for r in rows(fake_embedding["RAG_DB"])} == set(SMALL_WIKI)
+    conn = sqlite3.connect(fake_embedding["RAG_DB"])
+    assert conn.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+    conn.close()
+    ok(build(wiki, fake_embedding))  # the next run is fine too
+
+
+def test_office_lock_files_are_not_pages(tmp_path, fake_embedding):
+    wiki = write_wiki(tmp_path / "wiki", SMALL_WIKI)
+    (wiki / "~$bericht.docx").write_bytes(b"\x0bAda Lovelace")
+    result = ok(build(wiki, fake_embedding))
+    assert warnings(result) == [] and "3 neu" in result.stdout
+
+
+@pytest.mark.parametrize("how", ["variable", "path"])
+def test_missing_pdftotext_skips_pdfs_with_one_warning(tmp_path, fake_embedding, how):
+    wiki = sample_wiki(tmp_path / "wiki")
+    shutil.copy(wiki / PDF_PAGE, wiki / "vertraege" / "kopie.pdf")
+    if how == "variable":
+        env = {"RAG_PDFTOTEXT": str(tmp_path / "nonexistent")}
+    else:  # PATH without pdftotext (the fake embedder and Python are given by absolute path)
+        (tmp_path / "bin").mkdir()
+        env = {"RAG_PDFTOTEXT": "", "PATH": str(tmp_path / "bin")}
+    result = ok(build(wiki, fake_embedding, **env))
+    [line] = warnings(result)
+    assert "pdftotext nicht gefunden" in line and INSTALL in line and "RAG_PDFTOTEXT" in line
+    paths = {r[0] for r in rows(fake_embedding["RAG_DB"])}
+    assert paths == set(SMALL_WIKI) | {HTML_PAGE, DOCX_PAGE}
+
+
+def test_indexed_pdf_stays_while_pdftotext_is_missing(tmp_path, fake_embedding, pdftotext):
+    wiki = sample_wiki(tmp_path / "wiki")
+    ok(build(wiki, fake_embedding))
+    before = [r for r in rows(fake_embedding["RAG_DB"]) if r[0] == PDF_PAGE]
+    (wiki / PDF_PAGE).write_bytes((wiki / PDF_PAGE).read_bytes() + b"\n")
+    result = ok(build(wiki, fake_embedding, RAG_PDFTOTEXT=str(tmp_path / "nonexistent")))
+    assert len(warnings(result)) == 1 and "0 entfernt" in result.stdout
+    assert [r for r in rows(fake_embedding["RAG_DB"]) if r[0] == PDF_PAGE] == before
+    again = ok(build(wiki, fake_embedding))  # with pdftotext back, the changed PDF is read again
+    assert "1 geändert" in again.stdout and warnings(again) == []
+
+
+def test_pdftotext_flag_wins_over_the_variable(tmp_path, fake_embedding, fake_pdftotext):
+    wiki = write_wiki(tmp_path / "wiki", SMALL_WIKI)
+    (wiki / "v.pdf").write_bytes(b"titled:text")
+    ok(build(wiki, fake_embedding, "--pdftotext", fake_pdftotext, RAG_PDFTOTEXT=str(tmp_path / "nonexistent")))
+    assert ("v.pdf", "Vertrag & Anlage › Seite 1") in {r[:2] for r in rows(fake_embedding["RAG_DB"])}
+
+
+# -- real llama.cpp: each sample page found by its question ----------------------------------------
+QUESTIONS = {  # page: (question, a part of the expected heading path)
+    PDF_PAGE: ("Wie schnell bekommen wir ein Austauschgerät, wenn ein Handscanner im Lager kaputt geht?", "Seite 2"),
+    HTML_PAGE: ("Wie buche ich den Besprechungsraum Elbe?", "Raum buchen"),
+    DOCX_PAGE: ("In welcher Reihenfolge fahre ich die Server bei einem Stromausfall herunter?",
+                "Geordnet herunterfahren"),
+}
+DISTRACTORS = ["server/serverraum-zutritt.md", "vertraege/kuendigungsfristen-dienstleister.md",
+               "vertraege/rahmenvertrag-elbe-systemhaus.md", "netzwerk/wlan.md"]
+
+
+@pytest.fixture(scope="module")
+def real_index(real, pdftotext, tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("formats-real")
+    for rel in [*QUESTIONS, *DISTRACTORS]:
+        (tmp / "wiki" / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(ROOT / "wiki" / rel, tmp / "wiki" / rel)
+    env = {"LLAMA_EMBEDDING": real["embedding"], "RAG_EMBED_MODEL": real["model"], "RAG_DB": str(tmp / "knowledge.db"),
+           "RAG_WIKI": str(tmp / "wiki"), "RAG_AUDIT": str(tmp / "audit.jsonl")}
+    first = run_script("build_index.py", "--quiet", env=env, timeout=600)
+    assert first.returncode == 0, first.stderr
+    second = run_script("build_index.py", "--quiet", env=env, timeout=600)
+    assert second.returncode == 0, second.stderr
+    return env, first, second
+
+
+def test_real_index_reads_every_format_once(real_index):
+    _, first, second = real_index
+    assert "7 neu" in first.stdout and "Warnung" not in first.stderr
+    assert "0 neu, 0 geändert, 0 entfernt, 7 unverändert · Chunks: 0 eingebettet" in second.stdout
+
+
+@pytest.mark.parametrize("mode", ["hybrid", "lexical"])
+@pytest.mark.parametrize("page", QUESTIONS)
+def test_real_retrieval_finds_each_format(real_index, page, mode):
+    env = real_index[0]
+    question, heading = QUESTIONS[page]
+    result = run_script("ask_rag.py", "--retrieve-only", "--json", "--mode", mode, question, env=env)
+    assert result.returncode == 0, result.stderr
+    top = load_json(result.stdout)["sources"][0]
+    assert top["path"] == page and heading in top["heading"].split(" › "), top
+    shown = run_script("ask_rag.py", "--retrieve-only", "--mode", mode, question, env=env)
+    assert f"{page} › " in shown.stdout and heading in shown.stdout
