@@ -1,26 +1,32 @@
 #!/usr/bin/env python3
-"""Indexing speed on wiki/ with the real model: the post's process per chunk vs the project's batches.
+"""Indexing speed on wiki/ with the real model: the post's process per chunk vs the project's ways.
 
     python3 bench/indexing.py                      # post (first 20 chunks), project, ceiling
+    python3 bench/indexing.py --compare            # the default model and Gemma 3 270M in one run, and their ratio
     python3 bench/indexing.py --tune               # plus a sweep: texts per process, -c/-b/-ub, -t, warm-up, -fit
+    python3 bench/indexing.py --tune-server        # plus a sweep of the spawned server: -np, texts per request
     python3 bench/indexing.py --limit 3 --post-limit 2 --no-build --json     # tiny (smoke test)
 
-Every way embeds the same texts (the chunks build_index.py makes of wiki/, heading path included)
-with the same llama-embedding flags, so they produce the same vectors; "max 1−cos" shows it.
+Every way embeds the same texts (the chunks build_index.py makes of wiki/, heading path and the
+model's passage prefix included), so they produce the same vectors; "max 1−cos" shows it.
 
   post       one llama-embedding process per chunk (bench/post_way.py), on the first --post-limit
              chunks: the model is loaded once per chunk, so tokens/s is about the same on any subset
-  project    rag/embedder.embed_texts in batches of build_index.BATCH, as build_index.py does
-             (the fastest of REPEAT runs)
+  project    build_index.py's default (--embed-via auto = spawn): one llama-server --embeddings for
+             the run (ServerProcess.for_indexing), build_index.BATCH chunks per /v1/embeddings request;
+             the time includes starting the server and loading the model (the fastest of REPEAT runs)
+  binary     rag/embedder.embed_texts in batches of build_index.BATCH (--embed-via binary, the post's
+             llama-embedding, many chunks per process)
   build      the whole `build_index.py --rebuild --quiet` process (embedding plus SQLite and FTS)
-  ceiling    llama-server's prompt processing for the same model and texts: one /completion with
-             n_predict 1 per chunk, Σ prompt_n / Σ prompt_ms (model loaded once), one pass before and
-             one after the other measurements, per chunk the faster one;
-             with --embeddings-endpoint also /v1/embeddings, 16 chunks per request (wall time)
+  ceiling    llama-server's prompt processing for the same model and texts, model loaded once, one
+             chunk at a time, one pass before and one after the other measurements, per chunk the
+             faster one. A decoder (Gemma): one /completion with n_predict 1 per chunk, Σ prompt_n /
+             Σ prompt_ms. An encoder (e5) cannot complete: one /v1/embeddings request per chunk (wall
+             time), which is its whole prompt processing.
 
 Tokens are counted by llama-server's /tokenize with the BOS token, as llama-embedding sees them.
 
-Does not handle: GPU offload, other models than --model (the default one), cold file caches.
+Does not handle: GPU offload, cold file caches.
 """
 import argparse
 import json
@@ -28,6 +34,7 @@ import os
 import sys
 import tempfile
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 
@@ -36,7 +43,8 @@ import post_way
 from common import ROOT
 
 import build_index  # noqa: E402  (common puts ROOT on sys.path)
-from rag import config, embedder  # noqa: E402
+from rag import config, embed_client, embedder  # noqa: E402
+from rag import server_process  # noqa: E402
 from rag.server_process import ServerProcess  # noqa: E402
 
 POST_LIMIT = 20  # chunks embedded the post's way (each one a process that loads the model)
@@ -45,6 +53,9 @@ GOAL_SHARE = 0.8  # project tokens/s at least 80 % of llama-server's prompt proc
 HTTP_TIMEOUT = 600  # seconds per request to llama-server
 SWEEP_CTX = (512, 1024, 2048, 4096)  # -c/-b/-ub tried by --tune (RAM grows ~2 MB per token of -c)
 EMBEDDINGS_PER_REQUEST = 16  # texts per /v1/embeddings request (--embeddings-endpoint)
+GOAL_E5_FACTOR = 3.0  # the default model (multilingual-e5-small) at least 3x faster than Gemma 3 270M (--compare)
+SWEEP_PARALLEL = (1, 2, 4, 8)  # -np tried by --tune-server
+SWEEP_PER_REQUEST = (16, 64, 256)  # texts per /v1/embeddings request tried by --tune-server
 
 
 # -- texts and tokens ------------------------------------------------------------------------------
@@ -53,6 +64,8 @@ def wiki_texts(wiki, limit=None):
     texts = []
     for rel in build_index.find_pages(Path(wiki)):
         text, _ = build_index.read_page(Path(wiki) / rel, rel)
+        if isinstance(text, bytes):  # PDF, HTML, Word: Markdown first, as build_index.py does
+            text, _ = build_index.convert_page(rel, text, build_index.formats.default_pdftotext(), set())
         if text is None:
             continue
         texts += [build_index.embedded_text(h, c) for h, c in build_index.chunk_page(text)]
@@ -75,14 +88,34 @@ def count_tokens(url, texts):
 
 
 # -- the ceiling -----------------------------------------------------------------------------------
-def ceiling_pass(model, binary, texts, threads):
+def is_encoder(model, binary, threads):
+    """True for a model that cannot complete (BERT-like, e.g. multilingual-e5): llama-server with
+    --embeddings answers /completion with HTTP 500 "does not support logits computation"."""
+    extra = ["-t", str(threads)] if threads else []
+    with ServerProcess(model=model, binary=binary, embeddings=True, extra=extra) as server:
+        body = json.dumps({"prompt": "Test", "n_predict": 1}).encode()
+        request = urllib.request.Request(server.url + "/completion", data=body,
+                                         headers={"Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(request, timeout=HTTP_TIMEOUT):
+                return False
+        except urllib.error.HTTPError:
+            return True
+
+
+def ceiling_pass(model, binary, texts, threads, encoder=False):
     """One pass of llama-server over the texts: (tokens per text, prompt ms per text).
 
-    One /completion with n_predict 1 per text; llama-server reports how long the prompt took.
+    Decoder: one /completion with n_predict 1 per text; llama-server reports how long the prompt took.
+    Encoder: one /v1/embeddings request per text, timed here (its forward pass is all there is).
     """
     extra = ["-t", str(threads)] if threads else []
-    with ServerProcess(model=model, binary=binary, extra=extra) as server:
+    with ServerProcess(model=model, binary=binary, embeddings=encoder, extra=extra) as server:
         tokens = count_tokens(server.url, texts)
+        if encoder:
+            post_json(server.url + "/v1/embeddings", {"input": texts[:1]})  # warm-up
+            return tokens, [common.timed(post_json, server.url + "/v1/embeddings", {"input": [t]})[0] * 1000
+                            for t in texts]
         post_json(server.url + "/completion", {"prompt": texts[0], "n_predict": 1, "cache_prompt": False})  # warm-up
         timings = [post_json(server.url + "/completion",
                              {"prompt": t, "n_predict": 1, "cache_prompt": False})["timings"] for t in texts]
@@ -116,10 +149,23 @@ def embed_post(texts, binary, model):
 
 
 def embed_project(texts, binary, model, batch=build_index.BATCH, threads=None):
+    """--embed-via binary: llama-embedding processes of `batch` texts."""
     out = []
     for start in range(0, len(texts), batch):
         out += embedder.embed_texts(texts[start:start + batch], binary, model, threads=threads)
     return out
+
+
+def embed_spawned(texts, server_bin, model, batch=build_index.BATCH, threads=None, parallel=None):
+    """--embed-via spawn, as build_index.py does it: start the indexing server (counted), `batch`
+    texts per request, stop it."""
+    parallel = parallel or server_process.INDEX_PARALLEL
+    server = ServerProcess.for_indexing(model, server_bin, texts, threads=threads, parallel=parallel).start()
+    try:
+        return [v for start in range(0, len(texts), batch)
+                for v in embed_client.embed_fitted(texts[start:start + batch], server.url)]
+    finally:
+        server.stop()
 
 
 def embed_tuned(texts, binary, model, batch, ctx=None, ubatch=None, threads=None, warmup=None, fit=True, peaks=None):
@@ -201,127 +247,222 @@ def sweep(texts, binary, model, reference, tokens, repeat=REPEAT):
     return rows
 
 
+def server_sweep(texts, server_bin, model, reference, tokens, threads, repeat=REPEAT):
+    """The spawned server, one knob at a time: -np (SWEEP_PARALLEL), then texts per request at the best -np.
+    Each row embeds all texts `repeat` times (server start included) and keeps the fastest run."""
+    rows, total = [], sum(tokens)
+
+    def run(parallel, batch):
+        runs = []
+        for _ in range(repeat):
+            seconds, vectors = common.timed(embed_spawned, texts, server_bin, model, batch, threads, parallel)
+            runs.append(seconds)
+        rows.append({"setting": f"-np {parallel}, {batch} Texte je Anfrage", "knobs": (parallel, batch),
+                     "seconds": min(runs), "runs": runs, "tokens_per_s": total / min(runs), "processes": 1,
+                     "peak_mb": None, "max_1_minus_cos": max_deviation(vectors, reference)})
+        print(f"  Server -np {parallel}, {batch} je Anfrage: {' / '.join(f'{r:.1f}' for r in runs)} s",
+              file=sys.stderr, flush=True)
+
+    for parallel in SWEEP_PARALLEL:
+        run(parallel, build_index.BATCH)
+    parallel = min(rows, key=lambda r: r["seconds"])["knobs"][0]
+    for batch in SWEEP_PER_REQUEST:
+        if batch != build_index.BATCH:
+            run(parallel, batch)
+    return rows
+
+
+# -- one model -------------------------------------------------------------------------------------
+def measure_model(model, raw_texts, args, threads, post_n, first=True):
+    """All ways for one model; returns the results dict (tokens/s, shares, vectors compared).
+    The post's way and the sweeps (--tune, --tune-server) only for the `first` model."""
+    name = os.path.basename(model)
+    texts = [embedder.prefixes_for(model)[1] + t for t in raw_texts]  # as build_index.py embeds them (e5: "passage: ")
+    encoder = is_encoder(model, args.server_bin, threads)
+    print(f"  {name}: llama-server: Tokens zählen, Obergrenze messen ({len(texts)} Chunks, "
+          f"{'Encoder' if encoder else 'Decoder'}) …", file=sys.stderr, flush=True)
+    tokens, first_pass = ceiling_pass(model, args.server_bin, texts, threads, encoder)
+    total = sum(tokens)
+    project_runs, binary_runs = [], []
+    for _ in range(args.repeat):  # interleaved: a busy minute slows both ways, not one
+        print(f"  {name}: Projekt (llama-server für den Lauf) …", file=sys.stderr, flush=True)
+        project_runs.append(common.timed(embed_spawned, texts, args.server_bin, model))
+        print(f"  {name}: llama-embedding-Batches …", file=sys.stderr, flush=True)
+        binary_runs.append(common.timed(embed_project, texts, args.embedding_bin, model))
+    project_s, project_vectors = min(project_runs, key=lambda run: run[0])
+    binary_s, binary_vectors = min(binary_runs, key=lambda run: run[0])
+    post_s = post_vectors = None
+    if post_n:
+        print(f"  {name}: Post: {post_n} Prozesse …", file=sys.stderr, flush=True)
+        post_s, post_vectors = common.timed(embed_post, texts[:post_n], args.embedding_bin, model)
+    passes = [first_pass]
+    if args.repeat > 1:
+        print(f"  {name}: llama-server: Obergrenze ein zweites Mal …", file=sys.stderr, flush=True)
+        passes.append(ceiling_pass(model, args.server_bin, texts, threads, encoder)[1])
+    ceiling = ceiling_rate(tokens, passes)
+    post_tps = sum(tokens[:post_n]) / post_s if post_s else None
+    results = {"model": name, "encoder": encoder, "chunks": len(texts), "tokens": total,
+               "max_tokens_per_chunk": max(tokens), "ceiling_tokens_per_s": ceiling,
+               "ceiling_passes_tokens_per_s": [total / sum(p) * 1000 for p in passes],
+               "server_embeddings_tokens_per_s": None, "server_threads": threads,
+               "post_chunks": post_n, "post_s": post_s, "post_tokens_per_s": post_tps,
+               "post_estimate_all_s": total / post_tps if post_tps else None,
+               "project_batch": build_index.BATCH, "project_parallel": server_process.INDEX_PARALLEL,
+               "project_processes": 1, "project_s": project_s, "project_runs_s": [run[0] for run in project_runs],
+               "project_tokens_per_s": total / project_s, "project_share": total / project_s / ceiling,
+               "binary_processes": -(-len(texts) // build_index.BATCH), "binary_s": binary_s,
+               "binary_runs_s": [run[0] for run in binary_runs], "binary_tokens_per_s": total / binary_s,
+               "binary_share": total / binary_s / ceiling,
+               "project_vs_binary_max_1_minus_cos": max_deviation(project_vectors, binary_vectors),
+               "post_vs_project_max_1_minus_cos": (max_deviation(post_vectors, project_vectors[:post_n])
+                                                   if post_vectors else None),
+               "build_s": None, "build_tokens_per_s": None}
+    if args.embeddings_endpoint:
+        results["server_embeddings_tokens_per_s"] = embeddings_endpoint_rate(model, args.server_bin, texts, tokens,
+                                                                             threads, args.repeat)
+    if not args.no_build and not args.limit:
+        print(f"  {name}: build_index.py --rebuild …", file=sys.stderr, flush=True)
+        with tempfile.TemporaryDirectory(prefix="rag-bench-indexing-") as tmp:
+            env = {**os.environ, "LLAMA_EMBEDDING": args.embedding_bin, "RAG_EMBED_MODEL": model}
+            run = common.measure([sys.executable, str(ROOT / "build_index.py"), "--rebuild", "--quiet", "--wiki",
+                                  args.wiki, "--db", os.path.join(tmp, "knowledge.db")], env=env)
+        if run.returncode != 0:
+            raise SystemExit(f"Fehler: build_index.py scheiterte: {run.stderr.strip()[-300:]}")
+        results.update(build_s=run.seconds, build_tokens_per_s=total / run.seconds, build_peak_mb=run.peak_mb)
+    if args.tune and first:
+        results["tuning"] = sweep(texts, args.embedding_bin, model, binary_vectors, tokens, args.repeat)
+    if args.tune_server and first:
+        results["server_tuning"] = server_sweep(texts, args.server_bin, model, binary_vectors, tokens, threads,
+                                                args.repeat)
+    return results
+
+
 # -- report ----------------------------------------------------------------------------------------
-def render(report):
-    r = report["results"]
+def model_table(r):
     ceiling = r["ceiling_tokens_per_s"]
-    rows = [{"way": f"Post: 1 Prozess je Chunk (erste {r['post_chunks']})", "chunks": r["post_chunks"],
-             "processes": r["post_chunks"], "seconds": r["post_s"], "tps": r["post_tokens_per_s"]},
-            {"way": f"Projekt: Batch {r['project_batch']} (rag/embedder.py)", "chunks": r["chunks"],
-             "processes": r["project_processes"], "seconds": r["project_s"], "tps": r["project_tokens_per_s"]}]
+    rows = []
+    if r["post_s"]:
+        rows.append({"way": f"Post: 1 Prozess je Chunk (erste {r['post_chunks']})", "chunks": r["post_chunks"],
+                     "processes": r["post_chunks"], "seconds": r["post_s"], "tps": r["post_tokens_per_s"]})
+    rows += [{"way": f"Projekt: llama-server für den Lauf (-np {r['project_parallel']}, {r['project_batch']} je "
+                     f"Anfrage, Start inkl.)", "chunks": r["chunks"], "processes": 1, "seconds": r["project_s"],
+              "tps": r["project_tokens_per_s"]},
+             {"way": f"llama-embedding: Batch {r['project_batch']} (--embed-via binary)", "chunks": r["chunks"],
+              "processes": r["binary_processes"], "seconds": r["binary_s"], "tps": r["binary_tokens_per_s"]}]
     if r.get("build_s") is not None:
-        rows.append({"way": "Projekt: build_index.py --rebuild (ganzer Lauf)", "chunks": r["chunks"],
-                     "processes": r["project_processes"], "seconds": r["build_s"], "tps": r["build_tokens_per_s"]})
-    rows.append({"way": "Obergrenze: llama-server /completion (prompt)", "chunks": r["chunks"], "tps": ceiling})
+        rows.append({"way": "build_index.py --rebuild (ganzer Lauf, Standard)", "chunks": r["chunks"],
+                     "processes": 1, "seconds": r["build_s"], "tps": r["build_tokens_per_s"]})
+    how = "/v1/embeddings, 1 Text je Anfrage" if r["encoder"] else "/completion (prompt)"
+    rows.append({"way": f"Obergrenze: llama-server {how}", "chunks": r["chunks"], "tps": ceiling})
     if r["server_embeddings_tokens_per_s"]:
-        rows.append({"way": f"llama-server /v1/embeddings ({EMBEDDINGS_PER_REQUEST} Texte je Anfrage)",
+        rows.append({"way": f"llama-server /v1/embeddings ({EMBEDDINGS_PER_REQUEST} Texte je Anfrage, -np 1)",
                      "chunks": r["chunks"], "tps": r["server_embeddings_tokens_per_s"]})
     for row in rows:
         row["share"] = f"{row['tps'] / ceiling:.0%}" if row.get("tps") else None
         row["tps"] = round(row["tps"]) if row.get("tps") else None
     cols = [("way", "Weg"), ("chunks", "Chunks"), ("processes", "Prozesse"), ("seconds", "Sekunden"),
             ("tps", "Tokens/s"), ("share", "Anteil Obergrenze")]
-    lines = [common.header(f"Indexieren: {r['chunks']} Chunks aus {report['params']['wiki']}, {r['tokens']} Tokens "
-                           f"(längster Chunk {r['max_tokens_per_chunk']}), "
-                           f"Modell {os.path.basename(report['params']['model'])}", report["machine"]),
-             f"Befehl: {report['command']}", "", common.table(cols, rows), "",
-             f"Post hochgerechnet auf alle {r['chunks']} Chunks: {r['post_estimate_all_s']:.0f} s; "
-             f"gleiche Vektoren (max 1−cos Post/Projekt): {r['post_vs_project_max_1_minus_cos']:.1e}"]
-    if report.get("tuning"):
-        tune = [dict(t, tokens_per_s=round(t["tokens_per_s"]), share=f"{t['tokens_per_s'] / ceiling:.0%}",
-                     max_1_minus_cos=f"{t['max_1_minus_cos']:.1e}") for t in report["tuning"]]
-        lines += ["", f"Einstellungen (je Zeile alle Chunks, schnellster von {report['params']['repeat']} Läufen; "
-                      f"eine Stellschraube nach der anderen; -t ohne Angabe = llama.cpp-Standard):", "",
-                  common.table([("setting", "Einstellung"), ("processes", "Prozesse"), ("seconds", "Sekunden"),
-                                ("tokens_per_s", "Tokens/s"), ("share", "Anteil Obergrenze"),
-                                ("peak_mb", "RAM MB je Prozess"), ("max_1_minus_cos", "max 1−cos")], tune),
-                  "", f"Beste Einstellung: {report['best']['setting']} ({report['best']['tokens_per_s']:.0f} Tokens/s)"]
-    lines += [""] + [common.goal_line(g["goal"], g["met"], g["value"]) for g in report["goals"]]
+    lines = [f"Modell {r['model']}: {r['tokens']} Tokens (längster Chunk {r['max_tokens_per_chunk']})", "",
+             common.table(cols, rows), ""]
+    same = f"gleiche Vektoren (max 1−cos Server/llama-embedding): {r['project_vs_binary_max_1_minus_cos']:.1e}"
+    if r["post_s"]:
+        same += f"; Post/Projekt: {r['post_vs_project_max_1_minus_cos']:.1e}"
+        lines.append(f"Post hochgerechnet auf alle {r['chunks']} Chunks: {r['post_estimate_all_s']:.0f} s")
+    lines.append(same)
+    for key, title in (("tuning", "llama-embedding"), ("server_tuning", "llama-server für den Lauf")):
+        if r.get(key):
+            tune = [dict(t, tokens_per_s=round(t["tokens_per_s"]), share=f"{t['tokens_per_s'] / ceiling:.0%}",
+                         max_1_minus_cos=f"{t['max_1_minus_cos']:.1e}") for t in r[key]]
+            lines += ["", f"Einstellungen {title} (je Zeile alle Chunks, schnellster Lauf; eine Stellschraube nach "
+                          f"der anderen):", "",
+                      common.table([("setting", "Einstellung"), ("processes", "Prozesse"), ("seconds", "Sekunden"),
+                                    ("tokens_per_s", "Tokens/s"), ("share", "Anteil Obergrenze"),
+                                    ("peak_mb", "RAM MB je Prozess"), ("max_1_minus_cos", "max 1−cos")], tune)]
+    return lines
+
+
+def render(report):
+    models = report["models"]
+    lines = [common.header(f"Indexieren: {models[0]['chunks']} Chunks aus {report['params']['wiki']}, "
+                           f"Modell{'e' if len(models) > 1 else ''} {', '.join(m['model'] for m in models)}",
+                           report["machine"]),
+             f"Befehl: {report['command']}", ""]
+    for r in models:
+        lines += model_table(r) + [""]
+    if report.get("ratio"):
+        ratio = report["ratio"]
+        lines.append(f"{ratio['fast']} gegen {ratio['slow']} (Standardweg, dieselben Chunks): "
+                     f"{ratio['fast_s']:.1f} s gegen {ratio['slow_s']:.1f} s = {ratio['factor']:.1f}× schneller")
+        lines.append("")
+    lines += [common.goal_line(g["goal"], g["met"], g["value"]) for g in report["goals"]]
     return "\n".join(lines)
 
 
 def main():
-    parser = argparse.ArgumentParser(description="Misst das Einbetten des Wikis: ein Prozess je Chunk (Blogpost) "
-                                                 "gegen die Batches des Projekts, neben llama-servers Obergrenze.")
+    parser = argparse.ArgumentParser(description="Misst das Einbetten des Wikis: ein Prozess je Chunk (Blogpost), "
+                                                 "llama-embedding-Batches und den llama-server des Projekts, neben "
+                                                 "llama-servers Obergrenze.")
     parser.add_argument("--wiki", default=str(ROOT / "wiki"), help="Wiki-Ordner (Standard: wiki/ des Projekts)")
     parser.add_argument("--embedding-bin", default=config.default_embedding_bin(), help="Pfad zu llama-embedding")
     parser.add_argument("--server-bin", default=config.default_server_bin(), help="Pfad zu llama-server")
     parser.add_argument("--model", default=config.default_model(), help="GGUF-Modell (Standard: das des Setups)")
+    parser.add_argument("--compare", action="store_true",
+                        help="zusätzlich Gemma 3 270M messen und das Verhältnis der Standardwege zeigen")
     parser.add_argument("--limit", type=int, help="nur die ersten N Chunks (Standard: alle)")
     parser.add_argument("--post-limit", type=int, default=POST_LIMIT,
-                        help=f"so viele Chunks auf dem Weg des Posts einbetten (Standard: {POST_LIMIT}; 0 = alle)")
+                        help=f"so viele Chunks auf dem Weg des Posts einbetten (Standard: {POST_LIMIT}; 0 = keine; "
+                             f"nur das erste Modell)")
     parser.add_argument("--repeat", type=int, default=REPEAT,
-                        help=f"Läufe je Messung des Projekts und von --tune, der schnellste zählt "
-                             f"(Standard: {REPEAT})")
+                        help=f"Läufe je Messung, abwechselnd, der schnellste zählt (Standard: {REPEAT})")
     parser.add_argument("--threads", type=int, help="-t für llama-server (Standard: Anzahl CPU-Kerne)")
     parser.add_argument("--no-build", action="store_true", help="build_index.py nicht als ganzen Prozess messen")
     parser.add_argument("--embeddings-endpoint", action="store_true",
-                        help="zusätzlich llama-server /v1/embeddings messen (zweiter Serverstart)")
+                        help="zusätzlich llama-server /v1/embeddings mit -np 1 messen (zweiter Serverstart)")
     parser.add_argument("--tune", action="store_true",
-                        help="Batchgröße, -c/-b/-ub, -t, --no-warmup und -fit off durchmessen (Minuten)")
+                        help="llama-embedding: Batchgröße, -c/-b/-ub, -t, --no-warmup und -fit off durchmessen "
+                             "(Minuten; nur das erste Modell)")
+    parser.add_argument("--tune-server", action="store_true",
+                        help="llama-server für den Lauf: -np und Texte je Anfrage durchmessen (Minuten; nur das "
+                             "erste Modell)")
     parser.add_argument("--json", action="store_true", help="genau ein JSON-Objekt ausgeben")
     args = parser.parse_args()
-    for path, what in ((args.embedding_bin, "llama-embedding"), (args.server_bin, "llama-server"),
-                       (args.model, "Modell")):
+    models = [args.model]
+    gemma = str(config.cache_model_path())
+    if args.compare and os.path.basename(args.model) != os.path.basename(gemma):
+        models.append(gemma)
+    for path, what in [(args.embedding_bin, "llama-embedding"), (args.server_bin, "llama-server")] + \
+                      [(m, "Modell") for m in models]:
         if not os.path.isfile(path):
             raise SystemExit(f"Fehler: {what} nicht gefunden ({path}) – "
                              f"einrichten mit: python3 scripts/setup_llama.py")
     if args.repeat < 1:
         raise SystemExit("Fehler: --repeat muss mindestens 1 sein.")
-    texts = wiki_texts(args.wiki, args.limit)
-    if not texts:
+    raw_texts = wiki_texts(args.wiki, args.limit)
+    if not raw_texts:
         raise SystemExit(f"Fehler: keine Chunks in {args.wiki} – Pfad mit --wiki angeben.")
     info = common.machine()
     threads = args.threads or os.cpu_count()
-    print(f"  llama-server: Tokens zählen, Obergrenze messen ({len(texts)} Chunks) …", file=sys.stderr, flush=True)
-    tokens, first_pass = ceiling_pass(args.model, args.server_bin, texts, threads)
-    total = sum(tokens)
-
-    print(f"  Projekt-Batches ({args.repeat}×) …", file=sys.stderr, flush=True)
-    project_runs = [common.timed(embed_project, texts, args.embedding_bin, args.model) for _ in range(args.repeat)]
-    project_s, project_vectors = min(project_runs, key=lambda run: run[0])
-    post_n = min(args.post_limit or len(texts), len(texts))
-    print(f"  Post: {post_n} Prozesse …", file=sys.stderr, flush=True)
-    post_s, post_vectors = common.timed(embed_post, texts[:post_n], args.embedding_bin, args.model)
-    post_tps = sum(tokens[:post_n]) / post_s
-    passes = [first_pass]
-    if args.repeat > 1:
-        print("  llama-server: Obergrenze ein zweites Mal …", file=sys.stderr, flush=True)
-        passes.append(ceiling_pass(args.model, args.server_bin, texts, threads)[1])
-    ceiling = ceiling_rate(tokens, passes)
-    server_embeddings = (embeddings_endpoint_rate(args.model, args.server_bin, texts, tokens, threads, args.repeat)
-                         if args.embeddings_endpoint else None)
-    results = {"chunks": len(texts), "tokens": total, "max_tokens_per_chunk": max(tokens),
-               "ceiling_tokens_per_s": ceiling,
-               "ceiling_passes_tokens_per_s": [total / sum(p) * 1000 for p in passes],
-               "server_embeddings_tokens_per_s": server_embeddings, "server_threads": threads,
-               "post_chunks": post_n, "post_s": post_s, "post_tokens_per_s": post_tps,
-               "post_estimate_all_s": total / post_tps,
-               "project_batch": build_index.BATCH, "project_processes": -(-len(texts) // build_index.BATCH),
-               "project_s": project_s, "project_runs_s": [run[0] for run in project_runs],
-               "project_tokens_per_s": total / project_s,
-               "post_vs_project_max_1_minus_cos": max_deviation(post_vectors, project_vectors),
-               "build_s": None, "build_tokens_per_s": None}
-    if not args.no_build and not args.limit:
-        print("  build_index.py --rebuild …", file=sys.stderr, flush=True)
-        with tempfile.TemporaryDirectory(prefix="rag-bench-indexing-") as tmp:
-            env = {**os.environ, "LLAMA_EMBEDDING": args.embedding_bin, "RAG_EMBED_MODEL": args.model}
-            run = common.measure([sys.executable, str(ROOT / "build_index.py"), "--rebuild", "--quiet", "--wiki",
-                                  args.wiki, "--db", os.path.join(tmp, "knowledge.db")], env=env)
-        results.update(build_s=run.seconds, build_tokens_per_s=total / run.seconds, build_peak_mb=run.peak_mb)
+    post_n = min(args.post_limit if args.post_limit is not None else POST_LIMIT, len(raw_texts))
+    results = [measure_model(m, raw_texts, args, threads, post_n if i == 0 else 0, i == 0) for i, m in enumerate(models)]
     report = {"benchmark": "indexing", "command": common.command_line(), "machine": info,
-              "params": {"wiki": args.wiki, "model": args.model, "embedding_bin": args.embedding_bin,
-                         "limit": args.limit, "post_limit": post_n, "batch": build_index.BATCH, "repeat": args.repeat},
-              "results": results, "tuning": None, "best": None}
-    share = results["project_tokens_per_s"] / ceiling
-    report["goals"] = [{"goal": f"project >= {GOAL_SHARE:.0%} of llama-server prompt processing",
-                        "met": share >= GOAL_SHARE, "value": f"{share:.0%}"}]
-    if args.tune:
-        report["tuning"] = sweep(texts, args.embedding_bin, args.model, project_vectors, tokens, args.repeat)
+              "params": {"wiki": args.wiki, "model": args.model, "models": models, "embedding_bin": args.embedding_bin,
+                         "limit": args.limit, "post_limit": post_n, "batch": build_index.BATCH,
+                         "parallel": server_process.INDEX_PARALLEL, "repeat": args.repeat},
+              "results": results[0], "models": results, "ratio": None, "tuning": results[0].get("tuning"),
+              "best": None, "goals": []}
+    for r in results:
+        suffix = "" if r is results[0] else f" ({r['model']})"
+        report["goals"].append({"goal": f"project >= {GOAL_SHARE:.0%} of llama-server prompt processing{suffix}",
+                                "met": r["project_share"] >= GOAL_SHARE, "value": f"{r['project_share']:.0%}"})
+    if len(results) > 1:
+        fast, slow = results
+        factor = slow["project_s"] / fast["project_s"]
+        report["ratio"] = {"fast": fast["model"], "slow": slow["model"], "fast_s": fast["project_s"],
+                           "slow_s": slow["project_s"], "factor": factor}
+        report["goals"].append({"goal": f"{fast['model']} >= {GOAL_E5_FACTOR:.0f}x faster than {slow['model']}",
+                                "met": factor >= GOAL_E5_FACTOR, "value": f"{factor:.1f}x"})
+    if report["tuning"]:
         report["best"] = max(report["tuning"], key=lambda t: t["tokens_per_s"])
-        best_share = report["best"]["tokens_per_s"] / ceiling
-        report["goals"].append({"goal": f"best setting >= {GOAL_SHARE:.0%} of llama-server prompt processing",
-                                "met": best_share >= GOAL_SHARE, "value": f"{best_share:.0%}"})
     info["loadavg_end"] = common.loadavg()
     common.emit(args, report, render(report))
 

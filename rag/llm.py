@@ -9,13 +9,18 @@ there the answer is held to one line (a GBNF grammar) and stops at an invented s
 Streaming is Server-Sent Events: one `data: {…}` line per token, the last chunk carries
 `finish_reason` and `timings`, then `data: [DONE]`.
 Every request has a timeout; every failure becomes LLMError with one German line.
+Other OpenAI-compatible servers work too (Ollama, vLLM): an API key goes out as
+`Authorization: Bearer …` on every request, a model name as `model`; without /props (llama-server
+only) the chat template is assumed and the model name comes from /v1/models.
 
-Does not handle: authentication (--api-key), tool calls, several choices, multi-line answers
-from the plain prompt (drop ONE_LINE for those).
+Does not handle: tool calls, several choices, multi-line answers from the plain prompt (drop
+ONE_LINE for those), llama-server's extra fields (grammar, dry_multiplier) on servers that reject them.
 """
 import json
 
 import requests
+
+from . import answer
 
 CONNECT_TIMEOUT = 5  # seconds to reach the server
 READ_TIMEOUT = 120  # seconds the server may stay silent between two tokens
@@ -37,15 +42,30 @@ def hint_start(url):
     return f"starten mit: llama-server -m MODELL.gguf --host 127.0.0.1 --port {port}"
 
 
-def get_json(url, path, timeout=CONNECT_TIMEOUT):
+AUTH_HINT = "API-Schlüssel fehlt oder ist falsch – --api-key / RAG_API_KEY setzen"
+
+
+def auth_headers(api_key):
+    """Example: auth_headers("geheim") -> {"Authorization": "Bearer geheim"}; auth_headers(None) -> {}"""
+    return {"Authorization": f"Bearer {api_key}"} if api_key else {}
+
+
+def get_json(url, path, timeout=CONNECT_TIMEOUT, api_key=None, missing=False):
+    """GET url+path as JSON; `missing=True`: None for 404 (an endpoint only llama-server has)."""
     try:
-        response = requests.get(url.rstrip("/") + path, timeout=(CONNECT_TIMEOUT, timeout))
+        response = requests.get(url.rstrip("/") + path, headers=auth_headers(api_key), timeout=(CONNECT_TIMEOUT, timeout))
     except requests.ConnectionError:
         raise LLMError(f"llama-server unter {url} nicht erreichbar – {hint_start(url)}")
     except requests.Timeout:
         raise LLMError(f"llama-server unter {url} antwortet nicht (Timeout) – Server prüfen oder neu starten")
+    if response.status_code in (401, 403):
+        raise LLMError(f"Server unter {url}: {AUTH_HINT}")
     if response.status_code == 503:
         raise LLMError(f"llama-server unter {url} lädt noch das Modell – kurz warten und erneut fragen")
+    if missing and response.status_code in (404, 405):
+        return None
+    if path == "/health" and response.status_code == 200:
+        return {}  # vLLM answers /health with an empty body
     if response.status_code != 200:
         raise LLMError(f"llama-server unter {url} antwortete mit HTTP {response.status_code} auf {path} – "
                        f"ist das ein llama-server?")
@@ -64,32 +84,30 @@ def has_own_template(template):
     return bool(template.strip()) and not template.startswith(FALLBACK_TEMPLATE)
 
 
-def server_info(url):
-    """Check /health, then read /props: {"model": …, "chat_template": bool}."""
-    get_json(url, "/health")
-    props = get_json(url, "/props")
+def listed_model(url, api_key=None):
+    """The first model id on /v1/models, or None. Example: {"data": [{"id": "qwen2.5:3b"}]} -> "qwen2.5:3b" """
+    models = get_json(url, "/v1/models", api_key=api_key, missing=True) or {}
+    try:
+        return str(models["data"][0]["id"])
+    except (KeyError, IndexError, TypeError):
+        return None
+
+
+def server_info(url, api_key=None, model_name=None):
+    """Check /health, then read /props: {"model": …, "chat_template": bool}.
+
+    Servers without /health (Ollama) are checked by the next request; servers without /props
+    (Ollama, vLLM) apply the model's own chat template, so chat is assumed there.
+    """
+    get_json(url, "/health", api_key=api_key, missing=True)
+    props = get_json(url, "/props", api_key=api_key, missing=True)
+    if props is None:
+        model = model_name or listed_model(url, api_key) or "?"
+        return {"model": str(model).rsplit("/", 1)[-1], "chat_template": True, "build": ""}
     template = props.get("chat_template") or ""
-    model = props.get("model_alias") or props.get("model_path") or "?"
+    model = model_name or props.get("model_alias") or props.get("model_path") or "?"
     return {"model": str(model).rsplit("/", 1)[-1], "chat_template": has_own_template(template),
             "build": props.get("build_info", "")}
-
-
-def server_embedding(url, text):
-    """(vector, model file name) from llama-server's /v1/embeddings; the server must run with
-    `--embeddings --pooling mean` (then its vectors equal llama-embedding's, cosine > 0.9999).
-    Saves the ~1 s model load of a llama-embedding process per question."""
-    info = server_info(url)
-    try:
-        response = requests.post(url.rstrip("/") + "/v1/embeddings", json={"input": [text]},
-                                 timeout=(CONNECT_TIMEOUT, READ_TIMEOUT))
-        data = response.json() if response.status_code == 200 else None
-        vector = data["data"][0]["embedding"] if data else None
-    except (requests.RequestException, ValueError, KeyError, IndexError, TypeError):
-        vector = None
-    if not vector:
-        raise LLMError(f"llama-server unter {url} liefert keine Embeddings – mit --embeddings --pooling mean "
-                       f"starten oder --embed-via binary verwenden")
-    return vector, info["model"]
 
 
 def error_text(payload):
@@ -99,23 +117,30 @@ def error_text(payload):
     return str(error)
 
 
-def stream_answer(url, prompt, chat, max_tokens, timings=None):
-    """Yield the answer text as it is generated; fill `timings` (a dict) from the last chunk."""
+def stream_answer(url, prompt, chat, max_tokens, timings=None, api_key=None, model_name=None):
+    """Yield the answer text as it is generated; fill `timings` (a dict) from the last chunk.
+
+    `model_name` goes out as "model" (Ollama, vLLM need it), `api_key` as a Bearer token.
+    """
     endpoint = "/v1/chat/completions" if chat else "/v1/completions"
     body = {"stream": True, "max_tokens": max_tokens, "temperature": TEMPERATURE, "dry_multiplier": DRY_MULTIPLIER,
             "cache_prompt": True}
+    if model_name:
+        body["model"] = model_name
     if chat:
-        body["messages"] = [{"role": "user", "content": prompt}]
+        body["messages"] = answer.split_chat(prompt)  # constant system message first, then sources + question
     else:
         body.update(prompt=prompt, grammar=ONE_LINE, stop=STOP)
     try:
-        response = requests.post(url.rstrip("/") + endpoint, json=body, stream=True,
+        response = requests.post(url.rstrip("/") + endpoint, json=body, stream=True, headers=auth_headers(api_key),
                                  timeout=(CONNECT_TIMEOUT, READ_TIMEOUT))
     except requests.ConnectionError:
         raise LLMError(f"llama-server unter {url} nicht erreichbar – {hint_start(url)}")
     except requests.Timeout:
         raise LLMError(f"llama-server unter {url} antwortet nicht (Timeout {READ_TIMEOUT} s) – Server prüfen")
     with response:
+        if response.status_code in (401, 403):
+            raise LLMError(f"Server unter {url}: {AUTH_HINT}")
         if response.status_code == 503:
             raise LLMError(f"llama-server unter {url} lädt noch das Modell – kurz warten und erneut fragen")
         if response.status_code != 200:
