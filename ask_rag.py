@@ -25,7 +25,7 @@ import sys
 import time
 from datetime import datetime, timezone
 
-from rag import answer, audit, config, embedder, search, store
+from rag import answer, audit, config, embedder, factcheck, german, privacy, search, store
 
 TOP_K = 4  # chunks in the prompt (as in the post)
 MAX_TOKENS = 160  # answer length limit; a one-line answer of the plain prompt needs 20–50
@@ -38,31 +38,39 @@ def fail(message, code=1):
 
 # -- 1. embed --------------------------------------------------------------------------------------
 def embed_question(question, args, meta):
+    built, built_size = meta.get("embed_model"), meta.get("embed_model_size")
+    question = embedder.stored_query_prefix(meta, args.model) + question  # e5: "query: …"
+    if args.embed_via == "server":  # any OpenAI-compatible /v1/embeddings (rag/embed_client.py)
+        from rag import embed_client
+        url = args.embed_url or args.server
+        try:
+            [vec], served = embed_client.embed_texts([question], url, args.embed_model_name, args.api_key)
+        except embedder.EmbeddingError as exc:
+            fail(str(exc))
+        if built and served != built:
+            fail(f"der Embedding-Server unter {url} rechnet mit {served or 'unbekanntem Modell'}, der Index wurde mit "
+                 f"{built} gebaut – Server mit demselben Modell starten (--embed-model-name) oder neu bauen: "
+                 f"python3 build_index.py --rebuild --embed-via server")
+        return check_dim(vec, meta)
     if not os.path.isfile(args.model):
         fail(f"Embedding-Modell {args.model} nicht gefunden – einrichten mit: python3 scripts/setup_llama.py "
              f"(oder --model / RAG_EMBED_MODEL)")
     name, size = os.path.basename(args.model), str(os.path.getsize(args.model))
-    built, built_size = meta.get("embed_model"), meta.get("embed_model_size")
-    if built and (built, built_size) != (name, size):
+    if built and (built != name or (built_size and built_size != size)):  # size unknown: index built by a server
         if built == name:  # same name, another file: show the sizes, or the message names one model twice
             built, name = f"{built} ({built_size} Bytes)", f"{name} ({size} Bytes)"
         fail(f"der Index wurde mit {built} (Dimension {meta.get('dim')}) gebaut, eingestellt ist "
              f"{name} – dasselbe Modell angeben (--model/RAG_EMBED_MODEL) oder neu bauen: "
              f"python3 build_index.py --rebuild")
-    if args.embed_via == "server":
-        from rag import llm
-        try:
-            vec, served = llm.server_embedding(args.server, question)
-        except llm.LLMError as exc:
-            fail(str(exc))
-        if built and served != built:
-            fail(f"llama-server rechnet mit {served}, der Index wurde mit {built} gebaut – Server mit demselben "
-                 f"Modell starten oder --embed-via binary verwenden")
     else:
         try:
             vec = embedder.embed_texts([question], args.embedding_bin, args.model)[0]
         except embedder.EmbeddingError as exc:
             fail(str(exc))
+    return check_dim(vec, meta)
+
+
+def check_dim(vec, meta):
     if meta.get("dim") and str(len(vec)) != meta["dim"]:
         fail(f"Frage-Vektor hat Dimension {len(vec)}, der Index {meta['dim']} – gleiches Modell verwenden "
              f"oder neu bauen: python3 build_index.py --rebuild")
@@ -90,7 +98,7 @@ def ask_server(question, sources, args, out):
     from rag import llm  # imported here: --retrieve-only needs no HTTP library
     pieces = []
     try:
-        info = llm.server_info(args.server)
+        info = llm.server_info(args.server, args.api_key, args.llm_model_name)
         chat = info["chat_template"] if args.prompt_format == "auto" else args.prompt_format == "chat"
         prompt = answer.build_prompt(question, sources, chat=chat)
         if args.show_prompt and out:
@@ -98,7 +106,8 @@ def ask_server(question, sources, args, out):
                   file=out)
         timings = {}
         started = time.monotonic()
-        for piece in trimmed(llm.stream_answer(args.server, prompt, chat, args.max_tokens, timings)):
+        for piece in trimmed(llm.stream_answer(args.server, prompt, chat, args.max_tokens, timings,
+                                               api_key=args.api_key, model_name=args.llm_model_name)):
             if not pieces:
                 timings["first_token_s"] = round(time.monotonic() - started, 3)
             pieces.append(piece)
@@ -136,6 +145,9 @@ def print_explain(result, out):
     print(f"Modus:     {result.mode}; Suchstufe: {result.strategy or 'keine'}; "
           f"Abdeckung {result.coverage:.0%}; bester Kosinus "
           f"{'-' if result.best_cosine is None else f'{result.best_cosine:.3f}'}", file=out)
+    if result.scan:  # which way rag/vectors.py scanned the vectors
+        processes = f", {result.scan_processes} Prozesse" if (result.scan_processes or 1) > 1 else ""
+        print(f"Vektorsuche: {result.scan}{processes} (exakt, alle Vektoren)", file=out)
     if result.weak:
         print(f"Belege zu schwach: {result.weak_reason}", file=out)
 
@@ -158,7 +170,8 @@ def main():
     parser = argparse.ArgumentParser(
         description="Beantwortet eine Frage aus dem Wiki-Index mit llama-server (RAG ohne Magie).",
         epilog="Umgebungsvariablen: RAG_DB, LLAMA_EMBEDDING, RAG_EMBED_MODEL, LLAMA_SERVER_URL, RAG_TOP_K, "
-               "RAG_EMBED_VIA, RAG_MODE, RAG_VECTOR_WEIGHT, RAG_FLOOR_COSINE, RAG_AUDIT.")
+               "RAG_EMBED_VIA, RAG_EMBED_URL, RAG_EMBED_MODEL_NAME, RAG_API_KEY, RAG_LLM_MODEL_NAME, "
+               "RAG_MODE, RAG_VECTOR_WEIGHT, RAG_FLOOR_COSINE, RAG_AUDIT, RAG_PII.")
     parser.add_argument("question", nargs="?", help="die Frage (in Anführungszeichen)")
     parser.add_argument("--db", default=config.env_str("RAG_DB", "knowledge.db"),
                         help="SQLite-Datei des Index (RAG_DB, Standard: knowledge.db)")
@@ -170,20 +183,36 @@ def main():
                         help="GGUF-Modell für die Frage-Embeddings, wie beim Index (RAG_EMBED_MODEL)")
     parser.add_argument("--server", default=config.env_str("LLAMA_SERVER_URL", config.DEFAULT_SERVER_URL),
                         help=f"URL von llama-server (LLAMA_SERVER_URL, Standard: {config.DEFAULT_SERVER_URL})")
-    parser.add_argument("--embed-via", choices=("binary", "server"), default=config.env_str("RAG_EMBED_VIA", "binary"),
-                        help="Frage einbetten mit llama-embedding (binary, Standard) oder mit dem laufenden "
-                             "llama-server, gestartet mit --embeddings --pooling mean (server: spart ~1 s; RAG_EMBED_VIA)")
+    parser.add_argument("--embed-via", choices=("binary", "server"),  # RAG_EMBED_VIA=auto/spawn (build_index.py): binary
+                        default="server" if os.environ.get("RAG_EMBED_VIA") == "server" else "binary",
+                        help="Frage einbetten mit llama-embedding (binary, Standard) oder über einen laufenden "
+                             "OpenAI-kompatiblen /v1/embeddings-Endpunkt, z. B. llama-server mit --embeddings "
+                             "--pooling mean (server: spart ~0,5 s; RAG_EMBED_VIA)")
+    parser.add_argument("--embed-url", default=os.environ.get("RAG_EMBED_URL"),
+                        help="URL des Embedding-Servers für --embed-via server (RAG_EMBED_URL; Standard: --server)")
+    parser.add_argument("--embed-model-name", default=os.environ.get("RAG_EMBED_MODEL_NAME"),
+                        help="Modellname, den der Embedding-Server erwartet (RAG_EMBED_MODEL_NAME; "
+                             "Ollama und vLLM brauchen ihn)")
+    parser.add_argument("--api-key", default=os.environ.get("RAG_API_KEY"),
+                        help="API-Schlüssel, als Bearer-Token an Chat- und Embedding-Server "
+                             "(RAG_API_KEY; besser als Variable, Flags sieht jeder in ps)")
+    parser.add_argument("--llm-model-name", default=os.environ.get("RAG_LLM_MODEL_NAME"),
+                        help="Modellname für die Antwort, als \"model\" gesendet (RAG_LLM_MODEL_NAME; "
+                             "Ollama und vLLM brauchen ihn)")
     parser.add_argument("--top-k", type=int, default=config.env_int("RAG_TOP_K", TOP_K),
                         help=f"Anzahl Chunks im Prompt (RAG_TOP_K, Standard: {TOP_K})")
     parser.add_argument("--mode", choices=search.MODES, default=config.env_str("RAG_MODE", "hybrid"),
                         help="Suche: hybrid (Standard), vector oder lexical (RAG_MODE)")
     parser.add_argument("--max-per-file", type=int, default=search.MAX_PER_FILE,
                         help=f"höchstens so viele Chunks einer Datei (Standard: {search.MAX_PER_FILE})")
+    parser.add_argument("--reject-cosine", type=float, default=config.env_float("RAG_REJECT_COSINE", None),
+                        help="unter diesem besten Kosinus gilt die Frage als nicht im Wiki, auch wenn Wörter passen "
+                             "(RAG_REJECT_COSINE; Standard: im Index gespeichert, sonst je Modell gemessen)")
     parser.add_argument("--floor-cosine", type=float, default=config.env_float("RAG_FLOOR_COSINE", None),
                         help="Kosinus-Schwelle der Relevanzprüfung (RAG_FLOOR_COSINE; Standard: im Index gespeichert)")
     parser.add_argument("--vector-weight", type=float, default=config.env_float("RAG_VECTOR_WEIGHT", None),
                         help=f"Gewicht der Vektorsuche im Hybrid-Modus (RAG_VECTOR_WEIGHT; Standard: im Index "
-                             f"gespeichert, sonst {search.VECTOR_WEIGHT})")
+                             f"gespeichert, sonst je Modell gemessen)")
     parser.add_argument("--no-floor", action="store_true", help="Relevanzprüfung aus: immer das LLM fragen")
     parser.add_argument("--prompt-format", choices=("auto", "chat", "completion"), default="auto",
                         help="auto: Chat-Template, wenn der Server eines meldet; sonst Completion-Prompt")
@@ -199,7 +228,14 @@ def main():
     parser.add_argument("--no-audit", action="store_true", help="nichts ins Audit-Log schreiben")
     parser.add_argument("--audit-show", type=int, metavar="N",
                         help="Eintrag N des Audit-Logs lesbar zeigen (1 = ältester, -1 = neuester)")
+    parser.add_argument("--pii", default=config.env_str("RAG_PII", "mask"),
+                        help="personenbezogene Daten (IBAN, Telefon, Steuer-ID …) in Prompt, Ausgabe und Audit-Log: "
+                             "mask ersetzt sie durch [IBAN 1] usw. (Standard), flag markiert die Quellen, off "
+                             "(RAG_PII; rag/privacy.py)")
     args = parser.parse_args()
+    args.server = args.server.rstrip("/").removesuffix("/v1")  # an OpenAI base URL (…/v1) works too
+    if args.pii not in privacy.MODES:
+        fail(f"--pii/RAG_PII={args.pii!r} gibt es nicht – mask, flag oder off angeben", 2)
     audit_path = args.audit or audit.default_path(args.db)
     if args.audit_show is not None:
         print(audit.show(audit_path, args.audit_show))
@@ -226,19 +262,29 @@ def main():
     qvec = embed_question(question, args, meta) if args.mode != "lexical" else None
     timings["embed_s"] = round(time.monotonic() - t0, 3)
     t1 = time.monotonic()
-    vector_weight, floor = search.index_settings(meta, args.vector_weight, args.floor_cosine)
+    vector_weight, floor, reject = search.index_settings(meta, args.vector_weight, args.floor_cosine,
+                                                         args.reject_cosine)
     result = search.retrieve(conn, question, qvec, mode=args.mode, top_k=args.top_k,
-                             max_per_file=args.max_per_file, floor_cosine=floor, vector_weight=vector_weight)
+                             max_per_file=args.max_per_file, floor_cosine=floor, vector_weight=vector_weight,
+                             reject_cosine=reject)
     timings["retrieve_s"] = round(time.monotonic() - t1, 3)
     if args.no_floor:
         result.weak = False
+    raw_sources = result.sources  # the audit log hashes the wiki text as it is
+    question, result.sources, masker = privacy.protect(question, result.sources, args.pii)  # copies
+    if args.pii == "mask":  # the search text for --explain/--json, from the masked question
+        result.query_text = " ".join(german.index_text(question, store.load_vocab(conn)).split())
 
     out = None if args.json else sys.stdout
     if out and args.explain:
         print_explain(result, out)
+        if args.mode != "lexical":
+            prefix = embedder.stored_query_prefix(meta, args.model)
+            print(f'Präfix:    "{prefix}" (vor der Frage, nur fürs Embedding)', file=out)
     if out and args.show_context:
         print_context(result.sources, out)
     text, info, prompt, citations = None, {}, None, None
+    unsupported = None  # a list once the LLM answered (rag/factcheck.py)
     llm_skipped = args.retrieve_only or result.weak or not result.sources
     if not args.retrieve_only and llm_skipped:
         text = answer.NO_INFO
@@ -248,6 +294,9 @@ def main():
         text, info, prompt, llm_timings = ask_server(question, result.sources, args, out)
         timings.update(llm_timings)
         citations = answer.check_citations(text, len(result.sources))
+        unsupported = [masker.mask(claim) for claim in  # numbers, dates, §, commands no cited source has
+                       factcheck.unsupported_in(text, result.sources, citations["valid"], question)]
+    text = masker.mask(text)  # mask mode: a value the model wrote itself stays out of --json and the log
 
     if args.json:
         print(json.dumps({
@@ -255,13 +304,16 @@ def main():
             "weak_evidence": result.weak, "mode": result.mode, "strategy": result.strategy,
             "query_text": result.query_text, "coverage": round(result.coverage, 3),
             "best_cosine": None if result.best_cosine is None else round(result.best_cosine, 6),
-            "citations": citations, "sources": [s.as_json() for s in result.sources],
+            "scan": result.scan, "scan_processes": result.scan_processes,
+            "citations": citations, "unsupported": unsupported, "sources": [s.as_json() for s in result.sources],
             "timings": timings}, ensure_ascii=False))
     else:
         if not result.sources:
             print("Keine passenden Stellen im Wiki gefunden.")
         else:
             print_sources(result, citations, out)
+            if unsupported:
+                print(factcheck.describe(unsupported), file=out)
     if text is not None and not args.no_audit:
         write_audit(audit_path, {
             "time": datetime.now(timezone.utc).isoformat(timespec="seconds"), "question": question,
@@ -269,10 +321,10 @@ def main():
             "embed_model": meta.get("embed_model"), "mode": result.mode, "strategy": result.strategy,
             "llm_called": not llm_skipped,
             "chunks": [{"path": s.path, "heading": s.heading, "chunk_index": s.chunk_index,
-                        "sha256": audit.sha256(s.content), "flags": [f["rule"] for f in s.flags]}
-                       for s in result.sources],
+                        "sha256": audit.sha256(raw.content), "flags": [f["rule"] for f in s.flags]}
+                       for s, raw in zip(result.sources, raw_sources)],
             "prompt_sha256": audit.sha256(prompt) if prompt else None, "answer": text,
-            "citations": citations, "timings": timings})
+            "citations": citations, "unsupported": unsupported, "timings": timings})
 
 
 def interrupted(signum, frame):

@@ -14,12 +14,22 @@ All questions are embedded in one llama-embedding call; times per mode exclude t
 Does not handle: judging answers (only retrieval is measured here).
 """
 import argparse
+import collections
 import json
+import os
+import re
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
+from pathlib import Path
 
-from rag import config, embedder, search, store
+from rag import answer as answer_module
+from rag import config, embedder, factcheck, privacy, search, store
+from rag.server_process import ServerProcess
+
+ROOT = Path(__file__).resolve().parent  # the repository (ask_rag.py, build_index.py)
 
 DEPTH = 10  # ranks looked at (MRR@10)
 
@@ -50,14 +60,16 @@ def first_hit(sources, expected):
     return next((rank for rank, s in enumerate(sources, start=1) if matches(s, expected)), None)
 
 
-def evaluate(conn, items, vectors, modes, floor, vector_weight):
+def evaluate(conn, items, vectors, modes, floor, vector_weight, max_per_file=search.MAX_PER_FILE,
+             comparable=search.COMPARABLE, reject=None):
     rows, misses = {}, []
     for mode in modes:
         hits, times, refused_out, refused_in = [], [], 0, 0
         for item, qvec in zip(items, vectors):
             started = time.perf_counter()
             result = search.retrieve(conn, item["question"], qvec, mode=mode, top_k=DEPTH,
-                                     floor_cosine=floor, vector_weight=vector_weight)
+                                     floor_cosine=floor, vector_weight=vector_weight,
+                                     max_per_file=max_per_file, comparable=comparable, reject_cosine=reject)
             times.append(time.perf_counter() - started)
             if not item["expected"]:
                 refused_out += result.weak
@@ -85,13 +97,17 @@ def evaluate(conn, items, vectors, modes, floor, vector_weight):
 WEIGHTS = (0.0, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1.0)  # vector weights tried by --tune
 
 
+MAX_WRONG_REFUSALS = 0.05  # --tune: at most this share of in-wiki questions may be refused
+
+
 def tune(conn, items, vectors):
-    """Measure hybrid for several vector weights and the cosine floor; return the best of each.
+    """Measure hybrid for several vector weights, then the two cosine thresholds; return the best.
 
     Best weight: highest MRR@10, then Recall@5, then the larger weight (so the vectors still break
-    ties and fill the list when the full-text search finds little). Best floor: the cosine
-    threshold that maximises (share of out-of-wiki questions refused) - 2 x (share of in-wiki
-    questions refused); None when no threshold beats the lexical rule alone.
+    ties and fill the list when the full-text search finds little). Best thresholds (reject below,
+    accept weak full-text evidence from): the pair that refuses the most out-of-wiki questions while
+    refusing at most MAX_WRONG_REFUSALS of the in-wiki ones, then the fewest in-wiki refusals, then
+    the lowest thresholds; (None, None) when no pair beats the full-text rule alone.
     """
     print("| Vektor-Gewicht | Recall@1 | Recall@5 | MRR@10 |")
     print("|---:|---:|---:|---:|")
@@ -103,23 +119,28 @@ def tune(conn, items, vectors):
     best_weight = max(scored)[2]
     results = [(bool(i["expected"]), search.retrieve(conn, i["question"], v, top_k=DEPTH, vector_weight=best_weight))
                for i, v in zip(items, vectors)]
+    n_in = sum(1 for inside, _ in results if inside) or 1
+    n_out = sum(1 for inside, _ in results if not inside) or 1
 
-    def objective(floor):
-        refused = [(inside, search.judge(r, floor).weak) for inside, r in
-                   ((inside, _fresh(r)) for inside, r in results)]
-        n_in = sum(1 for inside, _ in refused if inside) or 1
-        n_out = sum(1 for inside, _ in refused if not inside) or 1
-        return (sum(w for inside, w in refused if not inside) / n_out
-                - 2 * sum(w for inside, w in refused if inside) / n_in)
+    def refusals(floor, reject):
+        """(share of out-of-wiki refused, share of in-wiki refused)"""
+        weak = [(inside, search.judge(_fresh(r), floor, reject).weak) for inside, r in results]
+        return (sum(w for inside, w in weak if not inside) / n_out, sum(w for inside, w in weak if inside) / n_in)
 
-    floors = sorted({round(r.best_cosine, 3) for _, r in results if r.best_cosine is not None})
-    best_floor, best_value = None, objective(None)
-    for floor in floors:
-        if objective(floor) > best_value + 1e-9:
-            best_floor, best_value = floor, objective(floor)
-    print(f"Bestes Vektor-Gewicht: {best_weight}; beste Kosinus-Schwelle: {best_floor} "
-          f"(Ziel abgelehnt(ohne Antwort) − 2 × abgelehnt(mit Antwort) = {best_value:.3f})")
-    return best_weight, best_floor
+    cosines = sorted({round(r.best_cosine, 3) for _, r in results if r.best_cosine is not None})
+    candidates = [(None, None)] + [(floor, reject) for reject in [None] + cosines
+                                   for floor in [None] + cosines if floor is None or reject is None or floor > reject]
+    best = None
+    for floor, reject in candidates:
+        out, wrong = refusals(floor, reject)
+        key = (wrong <= MAX_WRONG_REFUSALS, out, -wrong, -(floor or 0), -(reject or 0))
+        if best is None or key > best[0]:
+            best = (key, floor, reject, out, wrong)
+    _, best_floor, best_reject, out, wrong = best
+    print(f"Bestes Vektor-Gewicht: {best_weight}; Kosinus-Schwellen: ablehnen unter {best_reject}, "
+          f"schwache Volltext-Belege genügen ab {best_floor} (ohne Antwort abgelehnt {out:.0%}, "
+          f"mit Antwort fälschlich {wrong:.0%}, höchstens {MAX_WRONG_REFUSALS:.0%})")
+    return best_weight, best_floor, best_reject
 
 
 def _fresh(result):
@@ -139,25 +160,379 @@ def print_table(rows, meta, n_in, n_out):
               f"{r['refused_in_wiki']:.0%} | {r['median_ms']:.1f} |")
 
 
+def evaluate_pii(path):
+    """Precision and recall of rag/privacy.py per kind (and "gesamt") over {"text", "entities"} lines.
+
+    A found value counts as right when kind and normalised value match an expected entity.
+    Example row: {"IBAN": {"expected": 9, "found": 9, "right": 9, "precision": 1.0, "recall": 1.0}}
+    """
+    try:
+        with open(path, encoding="utf-8") as f:
+            items = [json.loads(line) for line in f if line.strip()]
+    except (OSError, ValueError) as exc:
+        raise SystemExit(f"Fehler: PII-Datei {path} nicht lesbar ({exc}) – JSON Lines mit \"text\" und \"entities\" erwartet.")
+    tally, misses = {k: collections.Counter() for k in (*privacy.KINDS, "gesamt")}, []
+    for item in items:
+        expected = collections.Counter((e["kind"], privacy.normalise(e["kind"], e["value"])) for e in item["entities"])
+        found = collections.Counter((m.kind, privacy.normalise(m.kind, m.value)) for m in privacy.find(item["text"]))
+        for key in sorted(expected | found):
+            right = min(expected[key], found[key])
+            for kind in (key[0], "gesamt"):
+                tally[kind].update(expected=expected[key], found=found[key], right=right)
+            if expected[key] != found[key]:
+                misses.append({"text": item["text"], "kind": key[0], "value": key[1],
+                               "expected": expected[key], "found": found[key]})
+    rows = {kind: {**{k: t[k] for k in ("expected", "found", "right")},
+                   "precision": t["right"] / t["found"] if t["found"] else None,
+                   "recall": t["right"] / t["expected"] if t["expected"] else None}
+            for kind, t in tally.items()}
+    return rows, misses, sum(1 for i in items if not i["entities"])
+
+
+def print_pii_table(rows, n_negative):
+    def pct(x):
+        return "–" if x is None else f"{x:.1%}"
+    print(f"| Art | erwartet | gefunden | richtig | Präzision | Recall |  ({n_negative} Texte ohne Werte)")
+    print("|---|---:|---:|---:|---:|---:|")
+    for kind, r in rows.items():
+        print(f"| {kind} | {r['expected']} | {r['found']} | {r['right']} | {pct(r['precision'])} | {pct(r['recall'])} |")
+
+
+# -- fact check: labelled answers over real wiki chunks (--factcheck) -----------------------------
+FACTCHECK_GOALS = (0.80, 0.10)  # wrong answers flagged at least, correct answers flagged at most
+
+
+def run_factcheck(path, as_json):
+    """evaluate.py --factcheck: rag/factcheck.py over {"sources", "answer", "wrong"} lines; no index needed."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            cases = [json.loads(line) for line in f if line.strip()]
+    except (OSError, ValueError) as exc:
+        raise SystemExit(f"Fehler: Faktencheck-Datei {path} nicht lesbar ({exc}) – JSON Lines mit \"sources\", "
+                         f"\"answer\" und \"wrong\" erwartet.")
+    result = factcheck.measure(cases)
+    if as_json:
+        print(json.dumps({"factcheck": result}, ensure_ascii=False))
+        return
+    flagged_goal, false_goal = FACTCHECK_GOALS
+    print(f"Faktencheck: {result['wrong']} falsche und {result['correct']} richtige Antworten ({path})")
+    print(f"  falsche Antworten erkannt:              {result['wrong_flagged']:6.1%}  (Ziel ≥ {flagged_goal:.0%})")
+    print(f"  richtige Antworten fälschlich markiert: {result['correct_flagged']:6.1%}  (Ziel ≤ {false_goal:.0%})")
+    for m in result["misses"]:
+        expected = f"; erwartet: {', '.join(m['expected'])}" if m["expected"] else ""
+        print(f"  {m['kind']} [{m['id']}]: {m['answer']}  → markiert: {', '.join(m['flagged']) or '–'}{expected}")
+
+
+# -- answers: the whole pipeline with the real answer model (--answers) ---------------------------
+ANSWER_QUESTIONS = "eval/answers.jsonl"  # {"question": …, "facts": [["3 Monate", "drei Monate"], …]}; [] = not in the wiki
+ANSWER_OUT = "answers-run.jsonl"  # every answer, for reading (ignored by git)
+ASK_TIMEOUT = 600  # seconds one ask_rag.py run may take (2 cores: ~15 s typical)
+GOALS = {"fact": 0.70, "cited": 0.90, "refused_out": 0.90, "refused_in_max": 0.05,
+         "first_token_s": 8.0, "total_s": 20.0}  # issue #10
+
+
+def load_answer_items(path):
+    try:
+        with open(path, encoding="utf-8") as f:
+            items = [json.loads(line) for line in f if line.strip()]
+    except (OSError, ValueError) as exc:
+        raise SystemExit(f"Fehler: Fragen-Datei {path} nicht lesbar ({exc}) – JSON Lines erwartet.")
+    for item in items:
+        if "question" not in item or not isinstance(item.get("facts"), list):
+            raise SystemExit(f"Fehler: {path}: jede Zeile braucht \"question\" und \"facts\" (Liste von Listen).")
+    return items
+
+
+def spread(items, limit):
+    """`limit` items spread evenly over the list (deterministic). Example: 10 items, limit 3 -> items 0, 3, 6."""
+    if not limit or limit >= len(items):
+        return items
+    return [items[i * len(items) // limit] for i in range(limit)]
+
+
+def fold(text):
+    """Case and whitespace folded. Example: "Drei\u00a0 Monate" -> "drei monate" """
+    return " ".join(text.casefold().split())
+
+
+def contains_fact(answer, fact):
+    """Is `fact` in `answer` (folded), not glued to a preceding word or, for numbers, to more digits?
+
+    Example: contains_fact("Die Frist: 3 Monaten.", "3 Monate") -> True; contains_fact("18 Uhr", "8") -> False
+    """
+    f = re.escape(fold(fact))
+    tail = r"(?!\d)" if fact[-1:].isdigit() else (r"(?!\w)" if len(fact) <= 3 else "")
+    return re.search(r"(?<!\w)" + f + tail, fold(answer)) is not None
+
+
+def has_facts(answer, groups):
+    """Every group matched by one of its alternatives. Example: ("2 GB [1]", [["2 GB", "2048000"]]) -> True"""
+    return all(any(contains_fact(answer, alt) for alt in group) for group in groups)
+
+
+REFUSAL = "dazu habe ich keine information"  # folded start of answer.NO_INFO
+
+
+def is_refusal(answer):
+    """The answer opens with "Dazu habe ich keine Information." (or "…Informationen").
+
+    An answer that states something and then appends the sentence is no refusal: the reader got
+    an answer. Example: is_refusal("1 Monat [2]. Dazu habe ich keine Information.") -> False
+    """
+    return fold(answer or "").startswith(REFUSAL)
+
+
+def is_mixed(answer):
+    """An answer that states something and then also says it has no information (counted apart)."""
+    folded = fold(answer or "").replace("keineinformation", "keine information")  # seen: "keineInformation"
+    return not is_refusal(answer) and "keine information" in folded
+
+
+def ask_one(question, db, server, extra, env):
+    """Run ask_rag.py --json as a reader does; returns (parsed JSON or None, wall seconds, stderr)."""
+    cmd = [sys.executable, str(ROOT / "ask_rag.py"), "--json", "--no-audit", "--db", db, *extra, question]
+    started = time.perf_counter()
+    try:
+        result = subprocess.run(cmd, capture_output=True, text=True, timeout=ASK_TIMEOUT, cwd=ROOT,
+                                env={**env, "LLAMA_SERVER_URL": server})
+    except subprocess.TimeoutExpired:
+        return None, time.perf_counter() - started, f"Zeitlimit {ASK_TIMEOUT} s überschritten"
+    seconds = time.perf_counter() - started
+    if result.returncode != 0:
+        return None, seconds, result.stderr.strip()
+    try:
+        return json.loads(result.stdout), seconds, ""
+    except ValueError:
+        return None, seconds, "keine JSON-Ausgabe"
+
+
+def judge_answer(item, out, seconds, error):
+    """One row of the answer evaluation (what evaluate.py --answers writes per question)."""
+    text = (out or {}).get("answer") or ""
+    citations = (out or {}).get("citations") or {"cited": [], "valid": [], "unknown": []}
+    row = {"question": item["question"], "in_wiki": bool(item["facts"]), "answer": text, "error": error or None,
+           "llm_called": bool((out or {}).get("llm_called")),
+           "valid_citation": bool(citations["valid"]), "unknown_citations": citations["unknown"],
+           "first_token_s": ((out or {}).get("timings") or {}).get("first_token_s"),
+           "total_s": round(seconds, 3) if out and out.get("llm_called") else None,
+           "sources": [s.get("path") for s in (out or {}).get("sources", [])], "facts": item["facts"]}
+    if out is not None and "unsupported" in out:
+        row["unsupported"] = out["unsupported"]
+    return score(row)
+
+
+def score(row):
+    """Set refused / refused_by / mixed / fact of a row from its answer (also for --rescore)."""
+    text, called = row["answer"], row.get("llm_called", row.get("refused_by") != "floor")
+    refused = not row["error"] and (not called or is_refusal(text))
+    row.update(refused=refused, refused_by=None if not refused else ("model" if called else "floor"),
+               mixed=not refused and is_mixed(text),
+               fact=row["in_wiki"] and not refused and has_facts(text, row["facts"]))
+    return row
+
+
+def answer_summary(rows):
+    """Shares and medians over the rows (see print_answer_summary for what each means)."""
+    inside = [r for r in rows if r["in_wiki"]]
+    outside = [r for r in rows if not r["in_wiki"]]
+    answered = [r for r in rows if not r["refused"] and not r["error"]]
+    share = lambda part, whole: len(part) / len(whole) if whole else None  # noqa: E731
+    firsts = [r["first_token_s"] for r in rows if r["first_token_s"] is not None]
+    totals = [r["total_s"] for r in rows if r["total_s"] is not None]
+    summary = {
+        "questions": len(rows), "in_wiki": len(inside), "out_of_wiki": len(outside),
+        "errors": sum(1 for r in rows if r["error"]),
+        "fact": share([r for r in inside if r["fact"]], inside),
+        "cited": share([r for r in answered if r["valid_citation"]], answered),
+        "answers_with_unknown_citations": sum(1 for r in rows if r["unknown_citations"]),
+        "mixed": sum(1 for r in answered if r.get("mixed")),
+        "refused_out": share([r for r in outside if r["refused"]], outside),
+        "refused_out_floor": share([r for r in outside if r["refused_by"] == "floor"], outside),
+        "refused_out_model": share([r for r in outside if r["refused_by"] == "model"], outside),
+        "refused_in": share([r for r in inside if r["refused"]], inside),
+        "first_token_s": statistics.median(firsts) if firsts else None,
+        "total_s": statistics.median(totals) if totals else None,
+    }
+    checked = [r for r in answered if "unsupported" in r]
+    if checked:
+        wrong = [r for r in checked if not r["in_wiki"] or not r["fact"]]
+        right = [r for r in checked if r["in_wiki"] and r["fact"]]
+        summary["unsupported_flags_wrong"] = share([r for r in wrong if r["unsupported"]], wrong)
+        summary["unsupported_flags_right"] = share([r for r in right if r["unsupported"]], right)
+    return summary
+
+
+def percent(value):
+    return "–" if value is None else f"{value:.0%}"
+
+
+def seconds_text(value):
+    return "–" if value is None else f"{value:.1f} s"
+
+
+def print_answer_summary(s, model):
+    print(f"Antwortmodell: {model}; {s['in_wiki']} Fragen mit Antwort im Wiki, {s['out_of_wiki']} ohne"
+          + (f"; {s['errors']} Fehler" if s["errors"] else ""))
+    lines = [
+        ("Schlüsselfakt in der Antwort (Fragen mit Antwort im Wiki)", percent(s["fact"]),
+         s["fact"] is not None and s["fact"] >= GOALS["fact"], f"≥ {GOALS['fact']:.0%}"),
+        ("mindestens ein gültiges Zitat (beantwortete Fragen)", percent(s["cited"]),
+         s["cited"] is not None and s["cited"] >= GOALS["cited"], f"≥ {GOALS['cited']:.0%}"),
+        ("Antworten mit unbekanntem Zitat", str(s["answers_with_unknown_citations"]),
+         s["answers_with_unknown_citations"] == 0, "0"),
+        (f"ohne Antwort im Wiki korrekt abgelehnt (Schwelle {percent(s['refused_out_floor'])}, "
+         f"Modell {percent(s['refused_out_model'])})", percent(s["refused_out"]),
+         s["refused_out"] is not None and s["refused_out"] >= GOALS["refused_out"], f"≥ {GOALS['refused_out']:.0%}"),
+        ("mit Antwort im Wiki fälschlich abgelehnt", percent(s["refused_in"]),
+         s["refused_in"] is not None and s["refused_in"] <= GOALS["refused_in_max"], f"≤ {GOALS['refused_in_max']:.0%}"),
+        ("erstes Token (Anfrage an llama-server bis 1. Token), Median", seconds_text(s["first_token_s"]),
+         s["first_token_s"] is not None and s["first_token_s"] <= GOALS["first_token_s"], f"≤ {GOALS['first_token_s']:.0f} s"),
+        ("ganze Antwort (ask_rag.py-Prozess), Median", seconds_text(s["total_s"]),
+         s["total_s"] is not None and s["total_s"] <= GOALS["total_s"], f"≤ {GOALS['total_s']:.0f} s"),
+    ]
+    print("| Messgröße | Wert | Ziel | erreicht |")
+    print("|---|---:|---:|---|")
+    for name, value, met, goal in lines:
+        print(f"| {name} | {value} | {goal} | {'ja' if met else 'nein'} |")
+    if s["mixed"]:
+        print(f"{s['mixed']} Antworten nennen etwas und hängen trotzdem „{answer_module.NO_INFO}“ an "
+              f"(zählen als beantwortet)")
+    if "unsupported_flags_wrong" in s:
+        print(f"Faktenprüfung (\"unsupported\"): markiert {percent(s['unsupported_flags_wrong'])} der falschen "
+              f"und {percent(s['unsupported_flags_right'])} der richtigen Antworten")
+
+
+def progress_mark(row):
+    if row["error"]:
+        return "FEHLER"
+    if row["refused"]:
+        return "abgelehnt" + (" (richtig)" if not row["in_wiki"] else " (falsch)")
+    if not row["in_wiki"]:
+        return "beantwortet (falsch)"
+    return ("Fakt ok" if row["fact"] else "Fakt fehlt") + ("" if row["valid_citation"] else ", ohne Zitat")
+
+
+def fresh_index(tmp, args):
+    """Build an index of wiki/ with the default embedder into tmp; returns its path."""
+    db = str(Path(tmp) / "knowledge.db")
+    print(f"[answers] baue frischen Index über wiki/ mit {Path(args.model).name} …", file=sys.stderr, flush=True)
+    env = {**os.environ, "LLAMA_EMBEDDING": args.embedding_bin, "RAG_EMBED_MODEL": args.model}
+    result = subprocess.run([sys.executable, str(ROOT / "build_index.py"), "--rebuild", "--quiet", "--db", db],
+                            cwd=ROOT, env=env, capture_output=True, text=True, timeout=3600)
+    if result.returncode != 0:
+        raise SystemExit(f"Fehler: build_index.py endete mit Code {result.returncode}: "
+                         f"{result.stderr.strip().splitlines()[-1:] or ''}")
+    return db
+
+
+def run_answers(args, db_given):
+    """evaluate.py --answers: every question through ask_rag.py --json against a real llama-server."""
+    if args.rescore:
+        try:
+            with open(args.rescore, encoding="utf-8") as f:
+                rows = [score(json.loads(line)) for line in f if line.strip()]
+        except (OSError, ValueError, KeyError) as exc:
+            raise SystemExit(f"Fehler: {args.rescore} nicht lesbar ({exc}) – eine --out-Datei von --answers angeben.")
+        return print_answer_summary(answer_summary(rows), f"(neu bewertet aus {args.rescore})")
+    items = spread(load_answer_items(args.answer_questions), args.limit)
+    extra = [*(["--top-k", str(args.top_k)] if args.top_k else [])]
+    with tempfile.TemporaryDirectory(prefix="rag-answers-") as tmp:
+        db = args.db if db_given else fresh_index(tmp, args)
+        server = None
+        if not args.server:
+            model = args.llm_model or config.default_llm_model()
+            print(f"[answers] starte llama-server mit {Path(model).name} …", file=sys.stderr, flush=True)
+            try:
+                server = ServerProcess(model=model, log_path=str(Path(tmp) / "server.log")).start()
+            except RuntimeError as exc:
+                raise SystemExit(f"Fehler: {exc}")
+        url = args.server or server.url
+        rows = []
+        try:
+            env = {**os.environ, "LLAMA_EMBEDDING": args.embedding_bin, "RAG_EMBED_MODEL": args.model}
+            with open(args.out, "w", encoding="utf-8") as out_file:
+                for n, item in enumerate(items, start=1):
+                    out, seconds, error = ask_one(item["question"], db, url, extra, env)
+                    row = judge_answer(item, out, seconds, error)
+                    rows.append(row)
+                    out_file.write(json.dumps(row, ensure_ascii=False) + "\n")
+                    out_file.flush()
+                    print(f"[{n}/{len(items)}] {progress_mark(row)}  {seconds:.1f} s  {item['question']}"
+                          + (f"  – {error.splitlines()[-1] if error else ''}" if error else ""),
+                          file=sys.stderr, flush=True)
+        finally:
+            if server:
+                server.stop()
+    summary = answer_summary(rows)
+    model = Path(args.llm_model or config.default_llm_model()).name if not args.server else args.server
+    if args.json:
+        print(json.dumps({"answers": summary, "model": model, "out": args.out}, ensure_ascii=False))
+    else:
+        print_answer_summary(summary, model)
+        print(f"(jede Antwort in {args.out})")
+
+
 def main():
     parser = argparse.ArgumentParser(description="Misst die Suchqualität auf einem Fragenkatalog.")
     parser.add_argument("--questions", default="eval/questions.jsonl", help="JSON-Lines-Datei mit Fragen")
-    parser.add_argument("--db", default=config.env_str("RAG_DB", "knowledge.db"), help="Index (RAG_DB)")
+    parser.add_argument("--db", help="Index (RAG_DB, Standard: knowledge.db; mit --answers: frisch gebaut)")
     parser.add_argument("--embedding-bin", default=config.default_embedding_bin(), help="llama-embedding (LLAMA_EMBEDDING)")
     parser.add_argument("--model", default=config.default_model(), help="Embedding-Modell (RAG_EMBED_MODEL)")
     parser.add_argument("--modes", default="hybrid,vector,lexical", help="Modi, kommagetrennt")
+    parser.add_argument("--reject-cosine", type=float, default=config.env_float("RAG_REJECT_COSINE", None),
+                        help="Kosinus, unter dem eine Frage abgelehnt wird (Standard: im Index gespeichert)")
     parser.add_argument("--floor-cosine", type=float, default=config.env_float("RAG_FLOOR_COSINE", None),
                         help="Kosinus-Schwelle (Standard: im Index gespeichert)")
     parser.add_argument("--vector-weight", type=float, default=config.env_float("RAG_VECTOR_WEIGHT", None),
                         help=f"Gewicht der Vektor-Rangliste im Hybrid-Modus (RAG_VECTOR_WEIGHT; Standard: im Index "
-                             f"gespeichert, sonst {search.VECTOR_WEIGHT})")
+                             f"gespeichert, sonst je Modell gemessen)")
+    parser.add_argument("--max-per-file", type=int, default=search.MAX_PER_FILE,
+                        help=f"höchstens so viele Chunks einer Datei (Standard: {search.MAX_PER_FILE}) …")
+    parser.add_argument("--comparable", type=float, default=search.COMPARABLE,
+                        help=f"… solange eine andere Datei einen Kandidaten mit mindestens diesem Anteil des "
+                             f"Scores hat (Standard: {search.COMPARABLE}; 0 = feste Grenze)")
     parser.add_argument("--misses", action="store_true", help="Fragen ohne Treffer auf Rang 1 auflisten")
     parser.add_argument("--tune", action="store_true",
                         help="Vektor-Gewicht und Kosinus-Schwelle für dieses Modell messen")
     parser.add_argument("--store", action="store_true",
                         help="mit --tune: die gemessenen Werte im Index speichern (ask_rag.py nutzt sie)")
     parser.add_argument("--json", action="store_true", help="Ergebnis als JSON")
+    parser.add_argument("--pii", nargs="?", const="eval/pii.jsonl", metavar="DATEI",
+                        help="statt der Suche die Erkennung personenbezogener Daten messen (rag/privacy.py): "
+                             "Präzision und Recall je Art; Standard-Datei eval/pii.jsonl, kein Index nötig")
+    parser.add_argument("--factcheck", nargs="?", const="eval/factcheck.jsonl", metavar="DATEI",
+                        help="statt der Suche den Faktencheck messen (rag/factcheck.py): Anteil erkannter falscher "
+                             "und fälschlich markierter richtiger Antworten; Standard-Datei eval/factcheck.jsonl, "
+                             "kein Index nötig")
+    parser.add_argument("--answers", action="store_true",
+                        help="Antworten messen: jede Frage aus --answer-questions mit ask_rag.py --json gegen einen "
+                             "echten llama-server mit dem Antwortmodell (2 Kerne: ~15 s je Frage)")
+    parser.add_argument("--answer-questions", default=ANSWER_QUESTIONS,
+                        help=f"mit --answers: Fragen mit Schlüsselfakten (Standard: {ANSWER_QUESTIONS})")
+    parser.add_argument("--limit", type=int, help="mit --answers: nur N Fragen, gleichmäßig verteilt")
+    parser.add_argument("--out", default=ANSWER_OUT,
+                        help=f"mit --answers: jede Antwort als JSON Lines (Standard: {ANSWER_OUT})")
+    parser.add_argument("--server", help="mit --answers: laufenden llama-server nutzen statt einen zu starten")
+    parser.add_argument("--llm-model", help="mit --answers: GGUF-Antwortmodell (Standard: RAG_LLM_MODEL, sonst Setup)")
+    parser.add_argument("--top-k", type=int, help="mit --answers: an ask_rag.py weitergeben")
+    parser.add_argument("--rescore", metavar="DATEI",
+                        help="mit --answers: keine Fragen stellen, die Antworten einer früheren --out-Datei neu bewerten")
     args = parser.parse_args()
+    db_given = args.db is not None or bool(os.environ.get("RAG_DB"))
+    args.db = args.db or config.env_str("RAG_DB", "knowledge.db")
+    if args.answers:
+        return run_answers(args, db_given)
+    if args.factcheck:
+        return run_factcheck(args.factcheck, args.json)
+    if args.pii:
+        rows, pii_misses, n_negative = evaluate_pii(args.pii)
+        if args.json:
+            print(json.dumps({"pii": rows, "misses": pii_misses if args.misses else None}, ensure_ascii=False))
+        else:
+            print_pii_table(rows, n_negative)
+            for m in pii_misses if args.misses else []:
+                print(f"  {m['kind']} {m['value']}: erwartet {m['expected']}, gefunden {m['found']} – {m['text']}")
+        return
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
     if not modes or any(m not in search.MODES for m in modes):
         raise SystemExit(f"Fehler: --modes erlaubt nur {', '.join(search.MODES)}.")
@@ -167,24 +542,29 @@ def main():
     except store.StoreError as exc:
         raise SystemExit(f"Fehler: {exc}")
     meta = store.read_meta(conn)
-    args.vector_weight, floor = search.index_settings(meta, args.vector_weight, args.floor_cosine)
+    args.vector_weight, floor, reject = search.index_settings(meta, args.vector_weight, args.floor_cosine,
+                                                              args.reject_cosine)
     started = time.perf_counter()
     if modes == ["lexical"]:
         vectors = [None] * len(items)
     else:
         try:
-            vectors = embedder.embed_texts([i["question"] for i in items], args.embedding_bin, args.model)
+            prefix = embedder.stored_query_prefix(meta, args.model)  # e5: "query: "
+            vectors = embedder.embed_texts([prefix + i["question"] for i in items], args.embedding_bin, args.model)
         except embedder.EmbeddingError as exc:
             raise SystemExit(f"Fehler: {exc}")
     embed_s = time.perf_counter() - started
     if args.tune:
-        weight, best_floor = tune(conn, items, vectors)
+        weight, best_floor, best_reject = tune(conn, items, vectors)
         if args.store:
             with conn:
-                store.write_meta(conn, vector_weight=weight, floor_cosine="" if best_floor is None else best_floor)
-            print(f"Gespeichert in {args.db}: vector_weight={weight}, floor_cosine={best_floor}")
+                store.write_meta(conn, vector_weight=weight, floor_cosine="" if best_floor is None else best_floor,
+                                 reject_cosine="" if best_reject is None else best_reject)
+            print(f"Gespeichert in {args.db}: vector_weight={weight}, floor_cosine={best_floor}, "
+                  f"reject_cosine={best_reject}")
         return
-    rows, misses = evaluate(conn, items, vectors, modes, floor, args.vector_weight)
+    rows, misses = evaluate(conn, items, vectors, modes, floor, args.vector_weight, args.max_per_file,
+                            args.comparable, reject)
     n_out = sum(1 for i in items if not i["expected"])
     if args.json:
         print(json.dumps({"modes": rows, "embed_all_questions_s": round(embed_s, 3), "floor_cosine": floor,

@@ -3,8 +3,9 @@
     retrieve(conn, "Kuendigungsfrist Dienstleister", qvec, mode="hybrid", top_k=4)
     -> Retrieval(sources=[Source(path="vertraege/…", heading="… › § 7 Kündigung", …)], strategy="strict", …)
 
-vector   cosine of the question vector with every chunk vector, in pure Python, exact (no
-         pre-filter); vectors are L2-normalised at index time, so cosine = dot product.
+vector   cosine of the question vector with every chunk vector, exact (no pre-filter); vectors are
+         L2-normalised at index time, so cosine = dot product. rag/vectors.py scans: pure Python
+         (on every core for large indexes), or numpy / sqlite-vec when installed, same result.
 lexical  SQLite FTS5 with BM25 (heading weighted 2:1 over the body) over the search text of
          rag/german.py, in a cascade: strict (every content word, or its stem) → compound (a word's
          compound parts count too) → or (any word). Earlier stages rank first.
@@ -16,13 +17,12 @@ when the evidence is weak the caller answers "Dazu habe ich keine Information." 
 
 Does not handle: approximate search (every query scans every vector; fine up to ~10^5 chunks).
 """
-import heapq
 import json
 import math
 import operator
 from dataclasses import dataclass, field
 
-from . import german, store
+from . import german, store, vectors
 
 try:
     from math import sumprod as dot  # Python 3.12+: exact, in C
@@ -35,7 +35,8 @@ RRF_K = 60  # Reciprocal Rank Fusion constant (Cormack et al.)
 LEXICAL_WEIGHT = 1.0  # weight of the lexical ranking in hybrid mode
 VECTOR_WEIGHT = 0.01  # weight of the vector ranking: tiny, measured (README "Suchqualität"); RAG_VECTOR_WEIGHT
 FETCH = 50  # candidates per mode before fusion and the per-file cap
-MAX_PER_FILE = 3  # at most this many chunks of one file in the final top-k
+MAX_PER_FILE = 3  # at most this many chunks of one file in the final top-k …
+COMPARABLE = 0.98  # … while another file has a candidate scoring at least this share (0 = hard cap)
 MIN_COVERAGE = 0.25  # floor: IDF-weighted share of the question found in the best lexical hit
 MAX_UNKNOWN = 0.45  # floor: IDF-weighted share of the question that no chunk contains
 COVERAGE_POWER = 1  # lexical score = BM25 × coverage ** COVERAGE_POWER (0 = plain BM25; measured: 1 best MRR@10)
@@ -71,15 +72,14 @@ class Retrieval:
     best_cosine: float = None
     weak: bool = False  # True: not enough evidence, do not ask the LLM
     weak_reason: str = ""
+    scan: str = None  # how the vector scan ran: "python", "numpy", "sqlite-vec" (rag/vectors.py)
+    scan_processes: int = None  # processes of the Python scan (os.fork on large indexes)
 
 
 # -- vector ----------------------------------------------------------------------------------------
 def vector_ranking(conn, qvec, limit):
-    """[(cosine, doc_id)] best first, over every stored vector; ties keep index order."""
-    rows = conn.execute("SELECT doc_id, vec FROM vectors ORDER BY doc_id")
-    unpack = store.unpack
-    return heapq.nlargest(limit, ((dot(qvec, unpack(blob)), doc_id) for doc_id, blob in rows),
-                          key=operator.itemgetter(0))
+    """[(cosine, doc_id)] best first, over every stored vector; ties by doc id (rag/vectors.py picks the way)."""
+    return vectors.scan(conn, qvec, limit).ranking
 
 
 def normalise(vec):
@@ -200,63 +200,93 @@ def fuse(rankings, weights):
     return scores
 
 
-def cap_per_file(sources, top_k, max_per_file):
-    """The first top_k sources with at most max_per_file from one path."""
-    out, per_file = [], {}
-    for source in sources:
-        if per_file.get(source.path, 0) < max_per_file:
-            out.append(source)
-            per_file[source.path] = per_file.get(source.path, 0) + 1
-        if len(out) == top_k:
-            break
+def cap_per_file(sources, top_k, max_per_file, comparable=COMPARABLE):
+    """The first top_k sources, at most max_per_file from one path while other files offer
+    candidates of comparable score: a chunk over the cap gives way only to the best chunk of another
+    file whose score is at least `comparable` times its own (scores by list position, 1/(RRF_K + rank)).
+    comparable=0 is the hard cap (the list may end short); with comparable > 0 one big file (a law
+    book, a manual as one PDF) still fills the list when no other file comes close.
+
+    Example (max_per_file=1, comparable=0.9), ranked a.md#0, a.md#1, b.md#0 at positions 1, 2, 8:
+      a.md#1 (1/62) vs b.md#0 (1/68 = 0.91 × 1/62): b.md#0 comes second.
+    """
+    score = {id(s): 1 / (RRF_K + rank) for rank, s in enumerate(sources, start=1)}
+    pending, out, per_file = list(sources), [], {}
+    while pending and len(out) < top_k:
+        source = pending[0]
+        if per_file.get(source.path, 0) >= max_per_file:
+            other = next((s for s in pending if per_file.get(s.path, 0) < max_per_file), None)
+            if other is None and not comparable:  # the hard cap: a shorter list rather than more of one file
+                break
+            if other is not None and score[id(other)] >= comparable * score[id(source)]:
+                source = other
+        pending.remove(source)
+        out.append(source)
+        per_file[source.path] = per_file.get(source.path, 0) + 1
     return out
 
 
-def judge(result, floor_cosine):
+def judge(result, floor_cosine, reject_cosine=None):
     """Set result.weak when the wiki evidence is too thin to ask the LLM.
 
-    Weak = the best lexical hit covers less than MIN_COVERAGE of the question (IDF-weighted), or
-    at least MAX_UNKNOWN of the question is words that no chunk contains — unless the best cosine
-    reaches floor_cosine (stored in the index per model; None = vectors do not count, as for the
-    default 270M embedder, whose cosines do not separate in-wiki from out-of-wiki questions).
-    Measured on eval/questions.jsonl, see README ("Ehrliches Nein").
+    Weak = the best cosine is below reject_cosine (the question is about something else, even when
+    common words match), or: the best lexical hit covers less than MIN_COVERAGE of the question
+    (IDF-weighted) or at least MAX_UNKNOWN of the question is words that no chunk contains — unless
+    the best cosine reaches floor_cosine. Both thresholds are measured per embedding model
+    (None = vectors do not count, as for Gemma 3 270M, whose cosines do not separate in-wiki from
+    out-of-wiki questions). Measured on eval/questions.jsonl, see README ("Ehrliches Nein").
+
+    Example (e5: reject 0.85, floor 0.862): cosine 0.83 -> weak; cosine 0.855 with coverage 10% -> weak;
+    cosine 0.855 with coverage 60% -> not weak; cosine 0.87 -> not weak.
     """
+    cosine = result.best_cosine
     lexical_ok = result.coverage >= MIN_COVERAGE and result.unknown < MAX_UNKNOWN
-    vector_ok = floor_cosine is not None and result.best_cosine is not None and result.best_cosine >= floor_cosine
+    vector_ok = floor_cosine is not None and cosine is not None and cosine >= floor_cosine
     if result.mode == "vector":  # no lexical evidence in this mode: only the cosine floor can refuse
         lexical_ok, vector_ok = False, floor_cosine is None or vector_ok
-    if not (lexical_ok or vector_ok):
+    if reject_cosine is not None and cosine is not None and cosine < reject_cosine:
+        result.weak = True
+        result.weak_reason = f"bester Kosinus {cosine:.3f} < {reject_cosine} (Frage passt zu keinem Chunk)"
+    elif not (lexical_ok or vector_ok):
         result.weak = True
         result.weak_reason = (f"bester Treffer deckt {result.coverage:.0%} der Frage ab (mindestens "
                               f"{MIN_COVERAGE:.0%}), {result.unknown:.0%} der Frage kommen im Wiki nicht vor "
                               f"(höchstens {MAX_UNKNOWN:.0%})")
-        if floor_cosine is not None and result.best_cosine is not None:
-            result.weak_reason += f", bester Kosinus {result.best_cosine:.3f} < {floor_cosine}"
+        if floor_cosine is not None and cosine is not None:
+            result.weak_reason += f", bester Kosinus {cosine:.3f} < {floor_cosine}"
     return result
 
 
 # Measured with `evaluate.py --tune` on eval/questions.jsonl (README "Suchqualität"), per embedding model.
-MEASURED = {"gemma-3-270m-q4_k_m.gguf": {"vector_weight": 0.01, "floor_cosine": 0.956}}
+MEASURED = {
+    "gemma-3-270m-q4_k_m.gguf": {"vector_weight": 0.01, "floor_cosine": 0.956},
+    "multilingual-e5-small-q4_0.gguf": {"vector_weight": 1.0, "floor_cosine": 0.862, "reject_cosine": 0.85},
+}
 
 
-def index_settings(meta, vector_weight=None, floor_cosine=None):
-    """(vector weight, cosine floor) for an index: the given value, else the one stored in the index
-    by `evaluate.py --tune --store`, else the measured one for its model (MEASURED), else the
-    default (VECTOR_WEIGHT, no cosine floor).
+def index_settings(meta, vector_weight=None, floor_cosine=None, reject_cosine=None):
+    """(vector weight, cosine floor, cosine reject) for an index: the given value, else the one stored
+    in the index by `evaluate.py --tune --store`, else the measured one for its model (MEASURED), else
+    the default (VECTOR_WEIGHT, no cosine thresholds).
 
-    Example: index_settings({"embed_model": "gemma-3-270m-q4_k_m.gguf"}) -> (0.01, 0.956)
+    Example: index_settings({"embed_model": "gemma-3-270m-q4_k_m.gguf"}) -> (0.01, 0.956, None)
     """
     measured = MEASURED.get(meta.get("embed_model"), {})
     if vector_weight is None:
         vector_weight = float(meta.get("vector_weight") or measured.get("vector_weight", VECTOR_WEIGHT))
-    if floor_cosine is None:
-        stored = meta.get("floor_cosine")
-        floor_cosine = float(stored) if stored else measured.get("floor_cosine")
-    return vector_weight, floor_cosine
+
+    def threshold(given, key):
+        if given is not None:
+            return given
+        if key in meta:  # stored by --tune --store; "" = measured: none helps
+            return float(meta[key]) if meta[key] else None
+        return measured.get(key)
+
+    return vector_weight, threshold(floor_cosine, "floor_cosine"), threshold(reject_cosine, "reject_cosine")
 
 
 def retrieve(conn, question, qvec, mode="hybrid", top_k=4, max_per_file=MAX_PER_FILE,
-             floor_cosine=None, vector_weight=VECTOR_WEIGHT):
+             floor_cosine=None, vector_weight=VECTOR_WEIGHT, comparable=COMPARABLE, reject_cosine=None):
     """Rank the chunks for a question. qvec may be None in lexical mode."""
     assert mode in MODES, mode
     fetch = max(FETCH, top_k * max_per_file * 4)
@@ -273,7 +303,8 @@ def retrieve(conn, question, qvec, mode="hybrid", top_k=4, max_per_file=MAX_PER_
     cosines = {}
     if mode in ("hybrid", "vector") and qvec is not None:
         qvec = normalise(qvec)
-        rankings["vector"] = vector_ranking(conn, qvec, fetch)
+        found = vectors.scan(conn, qvec, fetch)
+        rankings["vector"], result.scan, result.scan_processes = found
         cosines = {doc_id: s for s, doc_id in rankings["vector"]}
         result.best_cosine = rankings["vector"][0][0] if rankings["vector"] else None
     if mode == "hybrid":
@@ -291,10 +322,10 @@ def retrieve(conn, question, qvec, mode="hybrid", top_k=4, max_per_file=MAX_PER_
         ordered = sorted(sources.values(), key=lambda s: (-s.score, s.path, s.chunk_index))
     else:  # the mode's own order (the lexical cascade is not sorted by BM25 alone)
         ordered = [sources[doc_id] for _, doc_id in rankings.get(mode, [])]
-    result.sources = cap_per_file(ordered, top_k, max_per_file)
+    result.sources = cap_per_file(ordered, top_k, max_per_file, comparable)
     if qvec is not None and mode == "hybrid":  # cosine for the final sources even if outside the vector top
+        missing = vectors.similarities(conn, qvec, [s.doc_id for s in result.sources if s.cosine is None])
         for source in result.sources:
             if source.cosine is None:
-                blob = conn.execute("SELECT vec FROM vectors WHERE doc_id = ?", (source.doc_id,)).fetchone()[0]
-                source.cosine = dot(qvec, store.unpack(blob))
-    return judge(result, floor_cosine)
+                source.cosine = missing.get(source.doc_id)
+    return judge(result, floor_cosine, reject_cosine)

@@ -4,9 +4,13 @@
     python3 scripts/demo.py                       # the example question
     python3 scripts/demo.py "Wie richte ich VPN unter Linux ein?"
 
-Uses the same scripts a reader runs by hand; the server is always stopped at the end. The server is
-started with --embeddings --pooling mean, so ask_rag.py embeds the question there (same vectors
-as llama-embedding, without loading the model once more).
+Uses the same scripts a reader runs by hand; the server is always stopped at the end. llama-server
+runs the answer model the setup installed (Qwen2.5-Coder-1.5B-Instruct, or Gemma 3 270M after
+`setup_llama.py --answer-model small`); the question is embedded by llama-embedding with the
+embedding model of the index, as ask_rag.py does by default. That is simpler than a second server
+for a small embedding model, and one process per question is cheap next to the answer itself.
+
+Does not handle: a server that is already running (then run ask_rag.py yourself, see README).
 """
 import os
 import subprocess
@@ -33,11 +37,11 @@ def main():
     log = ROOT / "llama-server.log"
     print("[demo] starte llama-server auf 127.0.0.1 …", file=sys.stderr, flush=True)
     try:
-        with ServerProcess(log_path=str(log), embeddings=True) as server:  # also embeds the question
+        with ServerProcess(log_path=str(log)) as server:  # the answer model (config.default_llm_model())
             print(f"[demo] llama-server bereit: {server.url}\n", file=sys.stderr, flush=True)
             print(f"Frage: {question}\n", flush=True)
             run([sys.executable, "ask_rag.py", question],
-                env={**os.environ, "LLAMA_SERVER_URL": server.url, "RAG_EMBED_VIA": "server"})
+                env={**os.environ, "LLAMA_SERVER_URL": server.url, "RAG_EMBED_VIA": "binary"})
     except RuntimeError as exc:
         sys.exit(f"Fehler: {exc}")
 

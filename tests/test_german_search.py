@@ -208,3 +208,67 @@ def test_evaluate_prints_the_table_and_json(tmp_path, lexical_index):
     lexical = out["modes"]["lexical"]
     assert lexical["recall@1"] == 1.0 and lexical["mrr@10"] == 1.0
     assert lexical["refused_out_of_wiki"] == 1.0 and lexical["refused_in_wiki"] == 0.0
+
+
+# -- the per-file cap ------------------------------------------------------------------------------
+def ranked(*paths):
+    """Sources in rank order; chunk_index counts per path. Example: ranked("a", "a") -> a#0, a#1"""
+    from rag.search import Source
+    seen = {}
+    out = []
+    for path in paths:
+        out.append(Source(len(out) + 1, path, seen.get(path, 0), "", "", []))
+        seen[path] = seen.get(path, 0) + 1
+    return out
+
+
+def names(sources):
+    return [f"{s.path}#{s.chunk_index}" for s in sources]
+
+
+@pytest.mark.parametrize("comparable, expected", [
+    (0, ["a#0", "b#0", "c#0"]),  # hard cap: one per file, then the list ends
+    (0.9, ["a#0", "b#0", "c#0", "a#1"]),  # b and c are near enough to give way to; then a fills up
+    (2, ["a#0", "a#1", "a#2", "b#0"]),  # no cap
+])
+def test_cap_gives_way_only_to_comparable_candidates(comparable, expected):
+    from rag.search import cap_per_file
+    assert names(cap_per_file(ranked("a", "a", "a", "b", "c"), 4, 1, comparable)) == expected
+
+
+def test_one_big_file_still_fills_the_list():
+    from rag.search import COMPARABLE, cap_per_file
+    assert names(cap_per_file(ranked("law", "law", "law", "law", "law"), 4, 3, COMPARABLE)) == \
+        ["law#0", "law#1", "law#2", "law#3"]
+    assert len(cap_per_file(ranked("law", "law", "law", "law", "law"), 4, 3, 0)) == 3
+
+
+def test_a_far_away_file_does_not_push_out_the_big_one():
+    from rag.search import cap_per_file
+    # positions 1-3 and 4 from "law", the other file only at position 40: 1/100 < 0.9 × 1/64
+    paths = ["law"] * 39 + ["other"]
+    assert names(cap_per_file(ranked(*paths), 4, 3, 0.9)) == ["law#0", "law#1", "law#2", "law#3"]
+
+
+# -- the relevance floor with a cosine reject threshold --------------------------------------------
+@pytest.mark.parametrize("cosine, coverage, weak", [
+    (0.83, 1.0, True),  # below the reject threshold: refused even when every word matches
+    (0.855, 0.10, True),  # between the thresholds: the full-text rule decides (too little covered)
+    (0.855, 0.60, False),
+    (0.87, 0.10, False),  # from the floor on the vectors alone are enough evidence
+])
+def test_judge_rejects_low_cosine_even_when_words_match(cosine, coverage, weak):
+    from rag.search import Retrieval, judge
+    result = judge(Retrieval([], "hybrid", coverage=coverage, unknown=0.0, best_cosine=cosine), 0.862, 0.85)
+    assert result.weak is weak
+    assert ("< 0.85" in result.weak_reason) is (weak and cosine < 0.85)
+
+
+def test_index_settings_measured_per_model_and_stored_values_win():
+    from rag.search import index_settings
+    assert index_settings({"embed_model": "multilingual-e5-small-q4_0.gguf"}) == (1.0, 0.862, 0.85)
+    assert index_settings({"embed_model": "gemma-3-270m-q4_k_m.gguf"}) == (0.01, 0.956, None)
+    stored = {"embed_model": "multilingual-e5-small-q4_0.gguf", "vector_weight": "0.5", "floor_cosine": "",
+              "reject_cosine": "0.8"}
+    assert index_settings(stored) == (0.5, None, 0.8)
+    assert index_settings(stored, 0.25, 0.9, 0.7) == (0.25, 0.9, 0.7)
