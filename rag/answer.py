@@ -21,6 +21,8 @@ SYSTEM = (  # chat path (instruction models): always the same text and first, so
     # 20 answers. Measured with `evaluate.py --answers --limit 10` (Qwen2.5-Coder-1.5B-Instruct): rules in
     # the system message alone -> 0 of 5 answers cited; plus REMINDER after the question -> 56 % cited,
     # answers of several sentences; "one short sentence, end it with [n]" in both -> 88 % cited, shorter.
+    # "First check that a source answers the question explicitly" (rule 3, REMINDER): on 16 in- + 16
+    # out-of-wiki questions 91 % instead of 83 % cited, refusals 56 % instead of 50 %, facts equal (88 %).
     "Du beantwortest Fragen zum IT-Wiki der Firma. Die Nachricht enthält nummerierte Quellen aus dem Wiki "
     "und danach die Frage.\n"
     "Regeln:\n"

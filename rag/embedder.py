@@ -28,8 +28,9 @@ MIN_CONTEXT = 512  # -c/-b/-ub never smaller than this
 MAX_CONTEXT = 8192  # and never larger: texts that do not fit are shortened by the caller
 DEFAULT_TIMEOUT = 120  # seconds for one llama-embedding process, plus 2 s per text
 POOLING = "mean"
-PREFIXES = {  # model file -> (query prefix, passage prefix) it was trained with; others get ("", "")
-    "multilingual-e5-small-q4_0.gguf": ("query: ", "passage: "),
+PREFIXES = {  # model family (in the file or server model name) -> (query prefix, passage prefix) it was
+    "multilingual-e5": ("query: ", "passage: "),  # trained with; others get ("", "")
+    "e5-small": ("query: ", "passage: "), "e5-base": ("query: ", "passage: "), "e5-large": ("query: ", "passage: "),
 }
 MAX_TOKENS = {  # model file -> tokens per prompt (fixed position table; llama.cpp aborts beyond it)
     "multilingual-e5-small-q4_0.gguf": 512,
@@ -45,9 +46,11 @@ def prefixes_for(model):
     """(query prefix, passage prefix) for a model file name or path; unknown models get none.
 
     Example: prefixes_for("models/multilingual-e5-small-q4_0.gguf") -> ("query: ", "passage: ")
+             prefixes_for("intfloat/multilingual-e5-small") -> ("query: ", "passage: ")  # Ollama, vLLM
              prefixes_for("gemma-3-270m-q4_k_m.gguf") -> ("", "")
     """
-    return PREFIXES.get(os.path.basename(model), ("", ""))
+    name = os.path.basename(model).lower()
+    return next((p for family, p in PREFIXES.items() if family in name), ("", ""))
 
 
 def stored_query_prefix(meta, model=""):

@@ -16,6 +16,7 @@ import pytest
 
 from conftest import ROOT, load_json, run_script, write_wiki
 from fake_server import GEMMA_TEMPLATE, FakeLlamaServer
+from rag import answer
 from rag.server_process import free_port
 
 QUESTION = "Wie lege ich eine Mailbox an?"
@@ -79,8 +80,10 @@ def test_own_chat_template_means_chat_endpoint(env):
     assert result.returncode == 0, result.stderr
     (request,) = server.completions()
     assert request["path"] == "/v1/chat/completions"
-    (message,) = request["body"]["messages"]
+    system, message = request["body"]["messages"]
+    assert system == {"role": "system", "content": answer.SYSTEM}  # constant: the server reuses its KV cache
     assert message["role"] == "user" and "<<<QUELLE [1]" in message["content"]
+    assert answer.SYSTEM not in message["content"]
     assert "grammar" not in request["body"]  # a chat model may answer in several lines
     assert not message["content"].endswith("Antwort:")
     out = load_json(result.stdout)
