@@ -129,6 +129,7 @@ def stream_answer(url, prompt, chat, max_tokens, timings=None, api_key=None, mod
         body["model"] = model_name
     if chat:
         body["messages"] = answer.split_chat(prompt)  # constant system message first, then sources + question
+        body["stop"] = STOP  # a small chat model, too, may go on writing a source block of its own
     else:
         body.update(prompt=prompt, grammar=ONE_LINE, stop=STOP)
     try:
