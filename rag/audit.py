@@ -60,6 +60,13 @@ def describe_timings(t):
     return " · ".join(parts) or "-"
 
 
+def unsupported_line(unsupported):
+    """Example: ["14 Tage"] -> "nicht in den Quellen: 14 Tage"; [] -> "alle in den Quellen"; None -> "–" """
+    if unsupported is None:
+        return "–"
+    return "nicht in den Quellen: " + ", ".join(unsupported) if unsupported else "alle in den Quellen"
+
+
 def show(path, number):
     """Entry `number` (1 = oldest, -1 = newest) as readable German text."""
     entries = read(path)
@@ -78,5 +85,6 @@ def show(path, number):
         lines.append(f"  [{n}] {where} (Chunk {chunk['chunk_index']}, sha256 {chunk['sha256'][:12]}…{flags})")
     lines += [f"Antwort:   {e.get('answer')}",
               f"Zitate:    {describe_citations(e['citations']) if e.get('citations') else 'kein LLM-Aufruf'}",
+              f"Fakten:    {unsupported_line(e.get('unsupported'))}",
               f"Zeiten:    {describe_timings(e.get('timings') or {})}"]
     return "\n".join(lines)

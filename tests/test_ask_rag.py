@@ -227,6 +227,7 @@ def test_audit_entry_traces_the_answer_to_its_chunks(env):
     assert "[1] mail/mailbox-anlegen.md › Mailbox anlegen" in shown.stdout
     assert entry["chunks"][0]["sha256"][:12] in shown.stdout
     assert "Zitate:    [1] gültig; unbekannt: [9]" in shown.stdout and "5 Tokens in 0.1 s" in shown.stdout
+    assert f"Fakten:    {'alle in den Quellen' if not entry['unsupported'] else 'nicht in den Quellen'}" in shown.stdout
 
 
 def test_audit_show_without_log_is_one_line(env):
