@@ -34,16 +34,21 @@ ROOT = Path(__file__).resolve().parent  # the repository (ask_rag.py, build_inde
 DEPTH = 10  # ranks looked at (MRR@10)
 
 
-def load_questions(path):
+def load_jsonl(path, field, what):
+    """The items of a JSON Lines file; each must have "question" and a list in `field` (else one German line)."""
     try:
         with open(path, encoding="utf-8") as f:
             items = [json.loads(line) for line in f if line.strip()]
     except (OSError, ValueError) as exc:
         raise SystemExit(f"Fehler: Fragen-Datei {path} nicht lesbar ({exc}) – JSON Lines erwartet.")
     for item in items:
-        if "question" not in item or not isinstance(item.get("expected"), list):
-            raise SystemExit(f"Fehler: {path}: jede Zeile braucht \"question\" und \"expected\" (Liste).")
+        if "question" not in item or not isinstance(item.get(field), list):
+            raise SystemExit(f"Fehler: {path}: jede Zeile braucht \"question\" und \"{field}\" ({what}).")
     return items
+
+
+def load_questions(path):
+    return load_jsonl(path, "expected", "Liste")
 
 
 def matches(source, expected):
@@ -232,15 +237,7 @@ GOALS = {"fact": 0.70, "cited": 0.90, "refused_out": 0.90, "refused_in_max": 0.0
 
 
 def load_answer_items(path):
-    try:
-        with open(path, encoding="utf-8") as f:
-            items = [json.loads(line) for line in f if line.strip()]
-    except (OSError, ValueError) as exc:
-        raise SystemExit(f"Fehler: Fragen-Datei {path} nicht lesbar ({exc}) – JSON Lines erwartet.")
-    for item in items:
-        if "question" not in item or not isinstance(item.get("facts"), list):
-            raise SystemExit(f"Fehler: {path}: jede Zeile braucht \"question\" und \"facts\" (Liste von Listen).")
-    return items
+    return load_jsonl(path, "facts", "Liste von Listen")
 
 
 def spread(items, limit):
