@@ -25,7 +25,7 @@ import sys
 import time
 from datetime import datetime, timezone
 
-from rag import answer, audit, config, embedder, factcheck, german, privacy, search, store
+from rag import answer, audit, config, embedder, german, privacy, search, store
 
 TOP_K = 4  # chunks in the prompt (as in the post)
 MAX_TOKENS = 160  # answer length limit; a one-line answer of the plain prompt needs 20–50
@@ -294,6 +294,7 @@ def main():
         text, info, prompt, llm_timings = ask_server(question, result.sources, args, out)
         timings.update(llm_timings)
         citations = answer.check_citations(text, len(result.sources))
+        from rag import factcheck  # only after an answer: --retrieve-only does not load it
         unsupported = [masker.mask(claim) for claim in  # numbers, dates, §, commands no cited source has
                        factcheck.unsupported_in(text, result.sources, citations["valid"], question)]
     text = masker.mask(text)  # mask mode: a value the model wrote itself stays out of --json and the log

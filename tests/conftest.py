@@ -144,6 +144,15 @@ def real():
     return paths
 
 
+def assert_one_error_line(result, *words):
+    """An expected failure as a reader sees it: exit code ≠ 0, one German "Fehler: …" line with `words`, no traceback."""
+    assert result.returncode not in (0, None)
+    assert "Traceback" not in result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("Fehler: "), result.stderr
+    assert all(w in lines[0] for w in words), lines[0]
+
+
 def load_json(stdout):
     """Exactly one JSON object on stdout."""
     return json.loads(stdout)

@@ -14,7 +14,7 @@ import sys
 
 import pytest
 
-from conftest import ROOT, load_json, run_script, write_wiki
+from conftest import ROOT, assert_one_error_line, load_json, run_script, write_wiki
 from fake_server import GEMMA_TEMPLATE, FakeLlamaServer
 from rag import answer
 from rag.server_process import free_port
@@ -39,14 +39,6 @@ def env(fake_embedding, small_wiki):
 
 def ask(env, server, *args):
     return run_script("ask_rag.py", *args, env={**env, "LLAMA_SERVER_URL": server.url}, timeout=30)
-
-
-def assert_one_error_line(result, *words):
-    assert result.returncode not in (0, None)
-    assert "Traceback" not in result.stderr
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("Fehler: "), result.stderr
-    assert all(w in lines[0] for w in words), lines[0]
 
 
 # -- the prompt ------------------------------------------------------------------------------------

@@ -16,7 +16,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from conftest import ROOT, load_json, run_script, write_wiki, SMALL_WIKI
+from conftest import ROOT, SMALL_WIKI, assert_one_error_line, load_json, run_script, write_wiki
 from rag.server_process import ServerProcess, free_port
 
 KEY = "geheim-123"
@@ -117,14 +117,6 @@ def make_handler(fake):
             self.reply(404, {"error": {"message": "Not Found"}})
 
     return Handler
-
-
-def assert_one_error_line(result, *words):
-    assert result.returncode not in (0, None)
-    assert "Traceback" not in result.stderr
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("Fehler: "), result.stderr
-    assert all(w in lines[0] for w in words), lines[0]
 
 
 @pytest.fixture
