@@ -74,6 +74,8 @@ class Retrieval:
     weak_reason: str = ""
     scan: str = None  # how the vector scan ran: "python", "numpy", "sqlite-vec" (rag/vectors.py)
     scan_processes: int = None  # processes of the Python scan (os.fork on large indexes)
+    under: str = None  # the folder filter: only pages below it were searched ("mail/")
+    query_prefix: str = None  # what the embedder got in front of the question (e5: "query: "); None: not embedded
 
 
 # -- vector ----------------------------------------------------------------------------------------
@@ -133,7 +135,7 @@ def chunk_tokens(conn, doc_id):
     return set(row[0].split()) if row else set()
 
 
-def lexical_ranking(conn, terms, limit):
+def lexical_ranking(conn, terms, limit, allowed=None):
     """[(score, doc_id)] best first, the first cascade stage that matched, and the IDF weights.
 
     Within a stage the score is BM25 × coverage, coverage = the IDF-weighted share of the
@@ -147,9 +149,9 @@ def lexical_ranking(conn, terms, limit):
     for stage, query in fts_queries(terms):
         rows = conn.execute(
             "SELECT rowid, -bm25(fts, 2.0, 1.0), heading || ' ' || body FROM fts WHERE fts MATCH ? "
-            "ORDER BY 2 DESC, rowid LIMIT ?", (query, limit)).fetchall()
+            "ORDER BY 2 DESC, rowid LIMIT ?", (query, limit if allowed is None else -1)).fetchall()
         new = [(bm25 * covered(set(text.split()), terms, weights) ** COVERAGE_POWER, doc_id)
-               for doc_id, bm25, text in rows if doc_id not in seen]
+               for doc_id, bm25, text in rows if doc_id not in seen and (allowed is None or doc_id in allowed)]
         new.sort(key=lambda t: (-t[0], t[1]))
         if new and strategy is None:
             strategy = stage
@@ -177,6 +179,20 @@ def term_weights(conn, terms):
         df = conn.execute("SELECT COUNT(*) FROM fts WHERE fts MATCH ?", (query,)).fetchone()[0]
         weights.append(math.log((total - df + 0.5) / (df + 0.5) + 1))
     return weights
+
+
+def folder(under):
+    """The folder filter as a path prefix. Example: folder("./mail") -> "mail/"; folder("") -> None"""
+    under = (under or "").strip().replace("\\", "/").strip("/")
+    while under.startswith("./"):
+        under = under[2:]
+    return under + "/" if under and under != "." else None
+
+
+def folder_ids(conn, prefix):
+    """The doc ids of every chunk below a folder prefix ("mail/"), as a set."""
+    rows = conn.execute("SELECT id FROM docs WHERE substr(path, 1, ?) = ?", (len(prefix), prefix))
+    return {row[0] for row in rows}
 
 
 # -- fusion, cap, floor ----------------------------------------------------------------------------
@@ -286,16 +302,20 @@ def index_settings(meta, vector_weight=None, floor_cosine=None, reject_cosine=No
 
 
 def retrieve(conn, question, qvec, mode="hybrid", top_k=4, max_per_file=MAX_PER_FILE,
-             floor_cosine=None, vector_weight=VECTOR_WEIGHT, comparable=COMPARABLE, reject_cosine=None):
-    """Rank the chunks for a question. qvec may be None in lexical mode."""
+             floor_cosine=None, vector_weight=VECTOR_WEIGHT, comparable=COMPARABLE, reject_cosine=None, under=None):
+    """Rank the chunks for a question. qvec may be None in lexical mode.
+
+    under: only chunks of pages below this folder ("mail/"); the word weights stay the whole index's.
+    """
     assert mode in MODES, mode
     fetch = max(FETCH, top_k * max_per_file * 4)
     vocab = store.load_vocab(conn)
     terms = german.query_terms(question, vocab)
-    result = Retrieval([], mode, query_text=" ".join(german.index_text(question, vocab).split()))
+    result = Retrieval([], mode, query_text=" ".join(german.index_text(question, vocab).split()), under=folder(under))
+    allowed = folder_ids(conn, result.under) if result.under else None
     rankings = {}
     if mode in ("hybrid", "lexical") and store.fts_available(conn):
-        rankings["lexical"], result.strategy, weights = lexical_ranking(conn, terms, fetch)
+        rankings["lexical"], result.strategy, weights = lexical_ranking(conn, terms, fetch, allowed)
         if rankings["lexical"]:
             result.coverage = covered(chunk_tokens(conn, rankings["lexical"][0][1]), terms, weights)
         top_weight = math.log((store_size(conn) + 0.5) / 0.5 + 1)
@@ -303,8 +323,11 @@ def retrieve(conn, question, qvec, mode="hybrid", top_k=4, max_per_file=MAX_PER_
     cosines = {}
     if mode in ("hybrid", "vector") and qvec is not None:
         qvec = normalise(qvec)
-        found = vectors.scan(conn, qvec, fetch)
+        everything = conn.execute("SELECT COUNT(*) FROM docs").fetchone()[0]  # filtered below: rank all of them
+        found = vectors.scan(conn, qvec, fetch if allowed is None else everything)
         rankings["vector"], result.scan, result.scan_processes = found
+        if allowed is not None:
+            rankings["vector"] = [(s, i) for s, i in rankings["vector"] if i in allowed][:fetch]
         cosines = {doc_id: s for s, doc_id in rankings["vector"]}
         result.best_cosine = rankings["vector"][0][0] if rankings["vector"] else None
     if mode == "hybrid":

@@ -303,3 +303,12 @@ def test_weak_evidence_answers_without_asking_the_llm(env):
     out = load_json(result.stdout)
     assert out["answer"] == "Dazu habe ich keine Information." and out["llm_called"] is False
     assert server.completions() == []
+
+
+def test_under_restricts_the_search_to_a_folder(env):
+    result = run_script("ask_rag.py", "--retrieve-only", "--json", "--under", "netzwerk/", QUESTION, env=env)
+    assert result.returncode == 0, result.stderr
+    out = load_json(result.stdout)
+    assert out["under"] == "netzwerk/" and {s["path"] for s in out["sources"]} == {"netzwerk/vpn.md"}
+    missing = run_script("ask_rag.py", "--retrieve-only", "--under", "gibtsnicht", QUESTION, env=env)
+    assert_one_error_line(missing, "gibtsnicht/", "--under")

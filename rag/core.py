@@ -1,0 +1,270 @@
+"""The question pipeline, once for every front door: embed → retrieve → mask → prompt → stream → check → audit.
+
+    for event in ask("Wie lege ich eine Mailbox an?", Settings(db="knowledge.db")):
+        if event.kind == "piece":
+            print(event.data, end="")
+
+Events, in this order (a door turns each into its own format and adds nothing else):
+    sources   the Retrieval (masked sources, the floor's verdict, how the scan ran)
+    prompt    the prompt text sent to the model (only when the model is asked)
+    piece     a piece of the answer as it streams (leading/trailing whitespace trimmed)
+    checks    {"citations", "unsupported"}: which [n] are valid, which numbers no source has
+    done      the Answer: everything above, plus timings, as the audit log stores it
+
+The core never prints, never reads sys.argv and knows nothing of terminals or HTTP. Expected
+failures raise CoreError with one German line that names the fix; the door shows it.
+
+Does not handle: conversations (each question stands alone), several indexes at once.
+"""
+import dataclasses
+import os
+import time
+from datetime import datetime, timezone
+
+from . import answer, audit, config, embedder, german, privacy, search, store
+
+TOP_K = 4  # chunks in the prompt (as in the post)
+MAX_TOKENS = 160  # answer length limit; a one-line answer of the plain prompt needs 20–50
+
+
+class CoreError(Exception):
+    """An expected failure: one German line that names the fix."""
+
+
+@dataclasses.dataclass
+class Settings:
+    """Everything a door decides for a question; each door builds it from its own flags or request."""
+    db: str = "knowledge.db"
+    model: str = dataclasses.field(default_factory=config.default_model)  # GGUF of the question embedder
+    embedding_bin: str = dataclasses.field(default_factory=config.default_embedding_bin)
+    embed_via: str = "binary"  # binary: llama-embedding; server: an OpenAI-compatible /v1/embeddings
+    embed_url: str = None  # for embed_via="server" (default: server)
+    embed_model_name: str = None
+    api_key: str = None  # sent to the model servers as a Bearer token
+    server: str = config.DEFAULT_SERVER_URL  # llama-server (or any OpenAI-compatible server) for the answer
+    llm_model_name: str = None
+    prompt_format: str = "auto"  # auto | chat | completion
+    max_tokens: int = MAX_TOKENS
+    top_k: int = TOP_K
+    mode: str = "hybrid"
+    max_per_file: int = search.MAX_PER_FILE
+    reject_cosine: float = None  # None: stored in the index, else measured per model (rag/search.py)
+    floor_cosine: float = None
+    vector_weight: float = None
+    no_floor: bool = False  # always ask the model
+    retrieve_only: bool = False
+    pii: str = "mask"  # rag/privacy.py: mask | flag | off
+    audit: str = None  # audit log path; None = next to the index; "" = no audit
+    under: str = None  # only pages below this folder, e.g. "mail/"
+
+
+@dataclasses.dataclass
+class Answer:
+    question: str  # as the model saw it (masked)
+    retrieval: search.Retrieval
+    text: str = None  # None: retrieve only
+    llm_called: bool = False
+    model: str = None
+    prompt: str = None
+    citations: dict = None
+    unsupported: list = None  # numbers, dates, §, commands no cited source has (rag/factcheck.py)
+    timings: dict = dataclasses.field(default_factory=dict)
+
+    def as_json(self):
+        """The answer as `ask_rag.py --json` prints it (and the API and MCP return it)."""
+        r = self.retrieval
+        return {"question": self.question, "answer": self.text, "llm_called": self.llm_called,
+                "weak_evidence": r.weak, "mode": r.mode, "strategy": r.strategy, "query_text": r.query_text,
+                "coverage": round(r.coverage, 3),
+                "best_cosine": None if r.best_cosine is None else round(r.best_cosine, 6),
+                "scan": r.scan, "scan_processes": r.scan_processes, "under": r.under,
+                "citations": self.citations, "unsupported": self.unsupported,
+                "sources": [s.as_json() for s in r.sources], "timings": self.timings}
+
+
+@dataclasses.dataclass
+class Event:
+    kind: str  # sources | prompt | piece | checks | done
+    data: object
+
+
+# -- open the index --------------------------------------------------------------------------------
+def open_index(settings):
+    """(connection, meta, mode): the index must exist and be built; without FTS5, vector mode."""
+    try:
+        conn = store.connect(settings.db)
+        meta = store.read_meta(conn)
+    except store.StoreError as exc:
+        raise CoreError(str(exc))
+    if not meta.get("dim"):
+        raise CoreError(f"Index {settings.db} ist leer – zuerst bauen mit: python3 build_index.py")
+    mode = settings.mode
+    if mode != "vector" and not store.fts_available(conn):
+        if mode == "lexical":
+            raise CoreError("der Index hat keine Volltextsuche (SQLite ohne FTS5) – --mode vector verwenden")
+        mode = "vector"
+    return conn, meta, mode
+
+
+# -- 1. embed --------------------------------------------------------------------------------------
+def embed_question(question, settings, meta):
+    """The question's vector, from the same model as the index (else CoreError naming the rebuild)."""
+    built, built_size = meta.get("embed_model"), meta.get("embed_model_size")
+    question = embedder.stored_query_prefix(meta, settings.model) + question  # e5: "query: …"
+    try:
+        if settings.embed_via == "server":  # any OpenAI-compatible /v1/embeddings (rag/embed_client.py)
+            from . import embed_client
+            url = settings.embed_url or settings.server
+            [vec], served = embed_client.embed_texts([question], url, settings.embed_model_name, settings.api_key)
+            if built and served != built:
+                raise CoreError(
+                    f"der Embedding-Server unter {url} rechnet mit {served or 'unbekanntem Modell'}, der Index wurde "
+                    f"mit {built} gebaut – Server mit demselben Modell starten (--embed-model-name) oder neu bauen: "
+                    f"python3 build_index.py --rebuild --embed-via server")
+            return check_dim(vec, meta)
+        if not os.path.isfile(settings.model):
+            raise CoreError(f"Embedding-Modell {settings.model} nicht gefunden – einrichten mit: "
+                            f"python3 scripts/setup_llama.py (oder --model / RAG_EMBED_MODEL)")
+        name, size = os.path.basename(settings.model), str(os.path.getsize(settings.model))
+        if built and (built != name or (built_size and built_size != size)):  # size unknown: built by a server
+            if built == name:  # same name, another file: show the sizes, or the message names one model twice
+                built, name = f"{built} ({built_size} Bytes)", f"{name} ({size} Bytes)"
+            raise CoreError(f"der Index wurde mit {built} (Dimension {meta.get('dim')}) gebaut, eingestellt ist "
+                            f"{name} – dasselbe Modell angeben (--model/RAG_EMBED_MODEL) oder neu bauen: "
+                            f"python3 build_index.py --rebuild")
+        return check_dim(embedder.embed_texts([question], settings.embedding_bin, settings.model)[0], meta)
+    except embedder.EmbeddingError as exc:
+        raise CoreError(str(exc))
+
+
+def check_dim(vec, meta):
+    if meta.get("dim") and str(len(vec)) != meta["dim"]:
+        raise CoreError(f"Frage-Vektor hat Dimension {len(vec)}, der Index {meta['dim']} – gleiches Modell "
+                        f"verwenden oder neu bauen: python3 build_index.py --rebuild")
+    return vec
+
+
+# -- 2. retrieve, then mask ------------------------------------------------------------------------
+def retrieve(question, settings, timings):
+    """(Retrieval with masked sources, masked question, masker, raw sources, meta)."""
+    conn, meta, mode = open_index(settings)
+    try:
+        under = search.folder(settings.under)
+        if under and not search.folder_ids(conn, under):
+            raise CoreError(f"unter {under} liegt keine Seite im Index – Ordner wie im Wiki angeben, z. B. --under mail/")
+        t0 = time.monotonic()
+        qvec = embed_question(question, settings, meta) if mode != "lexical" else None
+        timings["embed_s"] = round(time.monotonic() - t0, 3)
+        t1 = time.monotonic()
+        weight, floor, reject = search.index_settings(meta, settings.vector_weight, settings.floor_cosine,
+                                                      settings.reject_cosine)
+        result = search.retrieve(conn, question, qvec, mode=mode, top_k=settings.top_k,
+                                 max_per_file=settings.max_per_file, floor_cosine=floor, vector_weight=weight,
+                                 reject_cosine=reject, under=settings.under)
+        timings["retrieve_s"] = round(time.monotonic() - t1, 3)
+        if settings.no_floor:
+            result.weak = False
+        if qvec is not None:
+            result.query_prefix = embedder.stored_query_prefix(meta, settings.model)
+        raw_sources = result.sources  # the audit log hashes the wiki text as it is
+        question, result.sources, masker = privacy.protect(question, result.sources, settings.pii)  # copies
+        if settings.pii == "mask":  # the search text for --explain/--json, from the masked question
+            result.query_text = " ".join(german.index_text(question, store.load_vocab(conn)).split())
+    finally:
+        conn.close()
+    return result, question, masker, raw_sources, meta
+
+
+# -- 3. prompt, 4. stream --------------------------------------------------------------------------
+def trimmed(pieces):
+    """The streamed pieces without the answer's leading and trailing whitespace.
+
+    Example: [" Mit", " cm", "\\n"] -> "Mit", " cm"
+    """
+    held, started = "", False  # held: whitespace, shown only if more text follows
+    for piece in pieces:
+        text = piece.rstrip()
+        if text:
+            yield held + text if started else text.lstrip()
+            held, started = piece[len(text):], True
+        else:
+            held += piece
+
+
+def generate(question, sources, settings, result):
+    """Ask the answer model; yields the prompt and answer events, fills `result` (an Answer)."""
+    from . import llm  # imported here: --retrieve-only needs no HTTP library
+    try:
+        info = llm.server_info(settings.server, settings.api_key, settings.llm_model_name)
+        chat = info["chat_template"] if settings.prompt_format == "auto" else settings.prompt_format == "chat"
+        result.model, result.prompt = info.get("model"), answer.build_prompt(question, sources, chat=chat)
+        yield Event("prompt", result.prompt)
+        pieces, llm_timings, started = [], {}, time.monotonic()
+        for piece in trimmed(llm.stream_answer(settings.server, result.prompt, chat, settings.max_tokens,
+                                               llm_timings, api_key=settings.api_key,
+                                               model_name=settings.llm_model_name)):
+            if not pieces:
+                result.timings["first_token_s"] = round(time.monotonic() - started, 3)
+            pieces.append(piece)
+            yield Event("piece", piece)
+    except llm.LLMError as exc:
+        raise CoreError(str(exc))
+    result.timings.update(llm_timings)
+    result.text = "".join(pieces)
+
+
+# -- the pipeline ----------------------------------------------------------------------------------
+def ask(question, settings):
+    """Yield the events of one question (see the module docstring); the last one is "done"."""
+    question = (question or "").strip()
+    if not question:
+        raise CoreError('keine Frage angegeben – so fragen: python3 ask_rag.py "Wie lege ich eine Mailbox an?"')
+    timings = {}
+    retrieval, question, masker, raw_sources, meta = retrieve(question, settings, timings)
+    yield Event("sources", retrieval)
+    result = Answer(question, retrieval, timings=timings)
+    if not settings.retrieve_only:
+        if retrieval.weak or not retrieval.sources:
+            result.text = answer.NO_INFO
+        else:
+            result.llm_called = True
+            yield from generate(question, retrieval.sources, settings, result)
+            result.citations = answer.check_citations(result.text, len(retrieval.sources))
+            from . import factcheck  # only after an answer: --retrieve-only does not load it
+            result.unsupported = [masker.mask(claim) for claim in factcheck.unsupported_in(
+                result.text, retrieval.sources, result.citations["valid"], question)]
+            yield Event("checks", {"citations": result.citations, "unsupported": result.unsupported})
+        result.text = masker.mask(result.text)  # a value the model wrote itself stays out of the log
+    write_audit(settings, result, raw_sources, meta)
+    yield Event("done", result)
+
+
+def run(question, settings):
+    """The whole pipeline without streaming: the final Answer (for the API, MCP and evaluations)."""
+    for event in ask(question, settings):
+        if event.kind == "done":
+            return event.data
+
+
+# -- audit -----------------------------------------------------------------------------------------
+def write_audit(settings, result, raw_sources, meta):
+    """One JSON line per answer (rag/audit.py); nothing for --retrieve-only or with audit=""."""
+    if result.text is None or settings.audit == "":
+        return
+    path = settings.audit or audit.default_path(settings.db)
+    r = result.retrieval
+    entry = {
+        "time": datetime.now(timezone.utc).isoformat(timespec="seconds"), "question": result.question,
+        "server": settings.server if result.llm_called else None, "model": result.model,
+        "embed_model": meta.get("embed_model"), "mode": r.mode, "strategy": r.strategy, "under": r.under,
+        "llm_called": result.llm_called,
+        "chunks": [{"path": s.path, "heading": s.heading, "chunk_index": s.chunk_index,
+                    "sha256": audit.sha256(raw.content), "flags": [f["rule"] for f in s.flags]}
+                   for s, raw in zip(r.sources, raw_sources)],
+        "prompt_sha256": audit.sha256(result.prompt) if result.prompt else None, "answer": result.text,
+        "citations": result.citations, "unsupported": result.unsupported, "timings": result.timings}
+    try:
+        audit.append(path, entry)
+    except OSError as exc:
+        raise CoreError(f"Audit-Log {path} nicht schreibbar ({exc.strerror}) – Pfad mit --audit/RAG_AUDIT ändern "
+                        f"oder --no-audit")
