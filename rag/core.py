@@ -214,8 +214,12 @@ def generate(question, sources, settings, result):
 
 
 # -- the pipeline ----------------------------------------------------------------------------------
-def ask(question, settings):
-    """Yield the events of one question (see the module docstring); the last one is "done"."""
+def ask(question, settings, history=()):
+    """Yield the events of one question (see the module docstring); the last one is "done".
+
+    history: the conversation so far, [{"role": "user"|"assistant", "content": …}], oldest first
+    (a follow-up question is read against it; not used yet).
+    """"
     question = (question or "").strip()
     if not question:
         raise CoreError('keine Frage angegeben – so fragen: python3 ask_rag.py "Wie lege ich eine Mailbox an?"')
@@ -239,9 +243,9 @@ def ask(question, settings):
     yield Event("done", result)
 
 
-def run(question, settings):
+def run(question, settings, history=()):
     """The whole pipeline without streaming: the final Answer (for the API, MCP and evaluations)."""
-    for event in ask(question, settings):
+    for event in ask(question, settings, history):
         if event.kind == "done":
             return event.data
 
