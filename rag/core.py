@@ -219,7 +219,7 @@ def ask(question, settings, history=()):
 
     history: the conversation so far, [{"role": "user"|"assistant", "content": …}], oldest first
     (a follow-up question is read against it; not used yet).
-    """"
+    """
     question = (question or "").strip()
     if not question:
         raise CoreError('keine Frage angegeben – so fragen: python3 ask_rag.py "Wie lege ich eine Mailbox an?"')
