@@ -167,8 +167,13 @@ def parse_args(argv=None):
     parser.add_argument("--no-floor", action="store_true", help="Relevanzprüfung aus: immer das LLM fragen")
     parser.add_argument("--prompt-format", choices=("auto", "chat", "completion"), default="auto",
                         help="auto: Chat-Template, wenn der Server eines meldet; sonst Completion-Prompt")
-    parser.add_argument("--max-tokens", type=int, default=core.MAX_TOKENS,
-                        help=f"maximale Länge der Antwort in Tokens (Standard: {core.MAX_TOKENS})")
+    parser.add_argument("--max-tokens", type=int, default=None,
+                        help=f"maximale Länge der Antwort in Tokens (Standard: {core.MAX_TOKENS['fact']} für "
+                             f"Faktenfragen, {core.MAX_TOKENS['howto']} für Schritte)")
+    parser.add_argument("--answer-threshold", type=float, default=config.env_float("RAG_ANSWER_THRESHOLD", None),
+                        help="ablehnen, wenn das Antwortmodell mit weniger als dieser Wahrscheinlichkeit „ja, die "
+                             "Quellen beantworten die Frage“ sagt (RAG_ANSWER_THRESHOLD; Standard: je Modell gemessen, "
+                             "0 = Prüfung aus)")
     parser.add_argument("--under", default=os.environ.get("RAG_UNDER"), metavar="ORDNER",
                         help="nur Seiten unterhalb dieses Wiki-Ordners durchsuchen, z. B. mail/ (RAG_UNDER)")
     parser.add_argument("--retrieve-only", action="store_true", help="nur suchen und Quellen zeigen, kein LLM")

@@ -21,10 +21,11 @@ import os
 import time
 from datetime import datetime, timezone
 
-from . import answer, audit, config, embedder, german, privacy, search, store
+from . import answer, audit, config, context, embedder, german, privacy, search, store
 
 TOP_K = 4  # chunks in the prompt (as in the post)
-MAX_TOKENS = 160  # answer length limit; a one-line answer of the plain prompt needs 20–50
+MAX_TOKENS = {"fact": 160, "howto": 400}  # answer length limit by question type; one sentence needs 20–50 tokens,
+#             8 steps with their commands up to ~350
 
 
 class CoreError(Exception):
@@ -44,7 +45,9 @@ class Settings:
     server: str = config.DEFAULT_SERVER_URL  # llama-server (or any OpenAI-compatible server) for the answer
     llm_model_name: str = None
     prompt_format: str = "auto"  # auto | chat | completion
-    max_tokens: int = MAX_TOKENS
+    max_tokens: int = None  # None: MAX_TOKENS of the question type
+    answer_threshold: float = None  # refuse when the model's P("ja, die Quellen beantworten es") is below this;
+    #                                None: measured for the answer model (rag/answerable.py), if any; 0 = no check
     top_k: int = TOP_K
     mode: str = "hybrid"
     max_per_file: int = search.MAX_PER_FILE
@@ -66,6 +69,8 @@ class Answer:
     llm_called: bool = False
     model: str = None
     prompt: str = None
+    kind: str = None  # "howto" or "fact" (rag/context.py)
+    answerable: dict = None  # {"p_yes", "threshold", "refused"} of the check before the answer
     citations: dict = None
     unsupported: list = None  # numbers, dates, §, commands no cited source has (rag/factcheck.py)
     timings: dict = dataclasses.field(default_factory=dict)
@@ -78,6 +83,7 @@ class Answer:
                 "coverage": round(r.coverage, 3),
                 "best_cosine": None if r.best_cosine is None else round(r.best_cosine, 6),
                 "scan": r.scan, "scan_processes": r.scan_processes, "under": r.under,
+                "kind": self.kind, "answerable": self.answerable,
                 "citations": self.citations, "unsupported": self.unsupported,
                 "sources": [s.as_json() for s in r.sources], "timings": self.timings}
 
@@ -145,8 +151,10 @@ def check_dim(vec, meta):
 
 
 # -- 2. retrieve, then mask ------------------------------------------------------------------------
-def retrieve(question, settings, timings):
-    """(Retrieval with masked sources, masked question, masker, raw sources, meta)."""
+def retrieve(question, settings, timings, question_kind="fact"):
+    """(Retrieval with masked sources, masked question, masker, raw sources, meta).
+
+    A how-to question gets each source widened to its whole section (search.whole_sections)."""
     conn, meta, mode = open_index(settings)
     try:
         under = search.folder(settings.under)
@@ -164,6 +172,8 @@ def retrieve(question, settings, timings):
         timings["retrieve_s"] = round(time.monotonic() - t1, 3)
         if settings.no_floor:
             result.weak = False
+        if question_kind == "howto":
+            result.sources = search.whole_sections(conn, result.sources)
         if qvec is not None:
             result.query_prefix = embedder.stored_query_prefix(meta, settings.model)
         raw_sources = result.sources  # the audit log hashes the wiki text as it is
@@ -191,18 +201,36 @@ def trimmed(pieces):
             held += piece
 
 
-def generate(question, sources, settings, result):
-    """Ask the answer model; yields the prompt and answer events, fills `result` (an Answer)."""
-    from . import llm  # imported here: --retrieve-only needs no HTTP library
+def generate(question, retrieval, settings, result):
+    """Select the context, check that it answers the question, then ask for the answer; yields the
+    prompt and answer events and fills `result` (an Answer)."""
+    from . import answerable, llm  # imported here: --retrieve-only needs no HTTP library
+    sources = retrieval.sources
     try:
         info = llm.server_info(settings.server, settings.api_key, settings.llm_model_name)
         chat = info["chat_template"] if settings.prompt_format == "auto" else settings.prompt_format == "chat"
-        result.model, result.prompt = info.get("model"), answer.build_prompt(question, sources, chat=chat)
+        result.model = info.get("model")
+        texts, procedure = context.select(question, sources, retrieval.terms, retrieval.weights, retrieval.vocab,
+                                          result.kind)
+        prefix = answer.context_part(question, sources, chat, texts)
+        result.prompt = prefix + "\n" + (answer.task_text(result.kind, procedure) if chat else "Antwort:")
+        limit = answerable.threshold(result.model) if settings.answer_threshold is None else settings.answer_threshold
+        started = time.monotonic()  # first_token_s counts from here: the check is part of the wait
+        if chat and limit:  # no threshold measured for this model (or 0): no check
+            p = answerable.p_yes(settings.server, prefix, settings.api_key, settings.llm_model_name)
+            result.timings["check_s"] = round(time.monotonic() - started, 3)
+            refused = p is not None and limit is not None and p < limit
+            result.answerable = {"p_yes": None if p is None else round(p, 4), "threshold": limit, "refused": refused}
+            if refused:
+                result.text = answer.NO_INFO
+                return
         yield Event("prompt", result.prompt)
-        pieces, llm_timings, started = [], {}, time.monotonic()
-        for piece in trimmed(llm.stream_answer(settings.server, result.prompt, chat, settings.max_tokens,
-                                               llm_timings, api_key=settings.api_key,
-                                               model_name=settings.llm_model_name)):
+        pieces, llm_timings = [], {}
+        max_tokens = settings.max_tokens or MAX_TOKENS[result.kind]
+        prefill = answer.prefill(result.kind, procedure) if chat and info.get("prefill") else None
+        for piece in trimmed(llm.stream_answer(settings.server, result.prompt, chat, max_tokens, llm_timings,
+                                               api_key=settings.api_key, model_name=settings.llm_model_name,
+                                               prefill=prefill)):
             if not pieces:
                 result.timings["first_token_s"] = round(time.monotonic() - started, 3)
             pieces.append(piece)
@@ -223,16 +251,16 @@ def ask(question, settings, history=()):
     question = (question or "").strip()
     if not question:
         raise CoreError('keine Frage angegeben – so fragen: python3 ask_rag.py "Wie lege ich eine Mailbox an?"')
-    timings = {}
-    retrieval, question, masker, raw_sources, meta = retrieve(question, settings, timings)
+    timings, question_kind = {}, context.kind(question)
+    retrieval, question, masker, raw_sources, meta = retrieve(question, settings, timings, question_kind)
     yield Event("sources", retrieval)
-    result = Answer(question, retrieval, timings=timings)
+    result = Answer(question, retrieval, kind=question_kind, timings=timings)
     if not settings.retrieve_only:
         if retrieval.weak or not retrieval.sources:
             result.text = answer.NO_INFO
         else:
             result.llm_called = True
-            yield from generate(question, retrieval.sources, settings, result)
+            yield from generate(question, retrieval, settings, result)
             result.citations = answer.check_citations(result.text, len(retrieval.sources))
             from . import factcheck  # only after an answer: --retrieve-only does not load it
             result.unsupported = [masker.mask(claim) for claim in factcheck.unsupported_in(
@@ -263,7 +291,8 @@ def write_audit(settings, result, raw_sources, meta):
         "embed_model": meta.get("embed_model"), "mode": r.mode, "strategy": r.strategy, "under": r.under,
         "llm_called": result.llm_called,
         "chunks": [{"path": s.path, "heading": s.heading, "chunk_index": s.chunk_index,
-                    "sha256": audit.sha256(raw.content), "flags": [f["rule"] for f in s.flags]}
+                    "sha256": audit.sha256(raw.content), "flags": [f["rule"] for f in s.flags],
+                    **({"chunks": list(s.chunks)} if s.chunks else {})}
                    for s, raw in zip(r.sources, raw_sources)],
         "prompt_sha256": audit.sha256(result.prompt) if result.prompt else None, "answer": result.text,
         "citations": result.citations, "unsupported": result.unsupported, "timings": result.timings}

@@ -25,7 +25,8 @@ from . import answer
 CONNECT_TIMEOUT = 5  # seconds to reach the server
 READ_TIMEOUT = 120  # seconds the server may stay silent between two tokens
 TEMPERATURE = 0.0  # deterministic answers
-DRY_MULTIPLIER = 0.8  # "don't repeat yourself" sampler against loops (0 = off)
+DRY_MULTIPLIER = 0.8  # "don't repeat yourself" sampler against loops (0 = off); plain prompt only: on the chat
+#                path it garbled copied commands ("cm user/jana.kruse/Sent" -> "cm user/jana.krUSE/Sent")
 # Plain prompt only. Measured with Gemma 3 270M base on 10 wiki questions, one line + DRY against the
 # old stop strings: about 20 instead of 157 tokens per answer, 0 instead of 6 answers stuck in a loop.
 # (DRY alone: 4 loops; repeat_penalty 1.3: no loops, but answers drifted off the sources.)
@@ -103,11 +104,11 @@ def server_info(url, api_key=None, model_name=None):
     props = get_json(url, "/props", api_key=api_key, missing=True)
     if props is None:
         model = model_name or listed_model(url, api_key) or "?"
-        return {"model": str(model).rsplit("/", 1)[-1], "chat_template": True, "build": ""}
+        return {"model": str(model).rsplit("/", 1)[-1], "chat_template": True, "build": "", "prefill": False}
     template = props.get("chat_template") or ""
     model = model_name or props.get("model_alias") or props.get("model_path") or "?"
     return {"model": str(model).rsplit("/", 1)[-1], "chat_template": has_own_template(template),
-            "build": props.get("build_info", "")}
+            "build": props.get("build_info", ""), "prefill": True}  # llama-server continues an assistant message
 
 
 def error_text(payload):
@@ -117,21 +118,48 @@ def error_text(payload):
     return str(error)
 
 
-def stream_answer(url, prompt, chat, max_tokens, timings=None, api_key=None, model_name=None):
+def with_prefill(pieces, prefill):
+    """The pieces, beginning with `prefill` exactly once (llama-server repeats a prefilled assistant
+    message at the start of its stream; a server that does not gets it put in front).
+
+    Example: with_prefill(["Laut [2]:\n1.", " SSH"], "Laut [2]:\n1.") -> "Laut [2]:\n1.", " SSH"
+    """
+    head = ""
+    for piece in pieces:
+        if head is None:
+            yield piece
+            continue
+        head += piece
+        if len(head) < len(prefill) and prefill.startswith(head):
+            continue
+        yield head if head.startswith(prefill) else prefill + head
+        head = None
+    if head:  # the stream ended before the prefill was complete
+        yield head if head.startswith(prefill) else prefill + head
+
+
+def stream_answer(url, prompt, chat, max_tokens, timings=None, api_key=None, model_name=None, prefill=None):
     """Yield the answer text as it is generated; fill `timings` (a dict) from the last chunk.
 
-    `model_name` goes out as "model" (Ollama, vLLM need it), `api_key` as a Bearer token.
+    `model_name` goes out as "model" (Ollama, vLLM need it), `api_key` as a Bearer token; `prefill`
+    (chat only): the start of the answer, which the model continues (llama-server).
     """
+    pieces = stream_pieces(url, prompt, chat, max_tokens, timings, api_key, model_name, prefill)
+    return with_prefill(pieces, prefill) if prefill and chat else pieces
+
+
+def stream_pieces(url, prompt, chat, max_tokens, timings, api_key, model_name, prefill):
     endpoint = "/v1/chat/completions" if chat else "/v1/completions"
-    body = {"stream": True, "max_tokens": max_tokens, "temperature": TEMPERATURE, "dry_multiplier": DRY_MULTIPLIER,
-            "cache_prompt": True}
+    body = {"stream": True, "max_tokens": max_tokens, "temperature": TEMPERATURE, "cache_prompt": True}
     if model_name:
         body["model"] = model_name
     if chat:
         body["messages"] = answer.split_chat(prompt)  # constant system message first, then sources + question
+        if prefill:
+            body["messages"].append({"role": "assistant", "content": prefill})
         body["stop"] = STOP  # a small chat model, too, may go on writing a source block of its own
     else:
-        body.update(prompt=prompt, grammar=ONE_LINE, stop=STOP)
+        body.update(prompt=prompt, grammar=ONE_LINE, stop=STOP, dry_multiplier=DRY_MULTIPLIER)
     try:
         response = requests.post(url.rstrip("/") + endpoint, json=body, stream=True, headers=auth_headers(api_key),
                                  timeout=(CONNECT_TIMEOUT, READ_TIMEOUT))

@@ -17,6 +17,7 @@ when the evidence is weak the caller answers "Dazu habe ich keine Information." 
 
 Does not handle: approximate search (every query scans every vector; fine up to ~10^5 chunks).
 """
+import dataclasses
 import json
 import math
 import operator
@@ -54,9 +55,11 @@ class Source:
     score: float = 0.0
     ranks: dict = field(default_factory=dict)  # mode -> 1-based rank
     cosine: float = None
+    chunks: tuple = ()  # the chunk indexes joined into this source (whole_sections); () = chunk_index alone
 
     def as_json(self):
         return {"path": self.path, "heading": self.heading, "chunk_index": self.chunk_index,
+                **({"chunks": list(self.chunks)} if self.chunks else {}),
                 "score": round(self.score, 6), "cosine": None if self.cosine is None else round(self.cosine, 6),
                 "ranks": self.ranks, "flags": self.flags}
 
@@ -76,6 +79,9 @@ class Retrieval:
     scan_processes: int = None  # processes of the Python scan (os.fork on large indexes)
     under: str = None  # the folder filter: only pages below it were searched ("mail/")
     query_prefix: str = None  # what the embedder got in front of the question (e5: "query: "); None: not embedded
+    terms: list = field(default_factory=list)  # the question's content words (rag/german.py Term) …
+    weights: list = field(default_factory=list)  # … and their IDF weights: rag/context.py scores sentences with them
+    vocab: set = field(default_factory=set, repr=False)  # the index's compound vocabulary (rag/german.py)
 
 
 # -- vector ----------------------------------------------------------------------------------------
@@ -242,6 +248,33 @@ def cap_per_file(sources, top_k, max_per_file, comparable=COMPARABLE):
     return out
 
 
+SECTION_MAX = 2000  # whole_sections: a section longer than this (characters) stays cut into its chunks
+
+
+def whole_sections(conn, sources, max_chars=SECTION_MAX):
+    """The sources with each chunk widened to its whole section (same page and heading path), when the
+    section was cut into several chunks and fits in max_chars; a later source of a section already
+    widened is dropped (its text is in the earlier one). For how-to questions: a procedure's numbered
+    steps and its code block often land in two chunks, and the model needs both.
+
+    Example: [a.md#3 (steps 1–7, part 1 of "Anlegen"), b.md#0] -> [a.md#3+#4 (steps and code), b.md#0]
+    """
+    out, widened = [], set()
+    for source in sources:
+        key = (source.path, source.heading)
+        if key in widened:
+            continue
+        rows = conn.execute("SELECT chunk_index, content FROM docs WHERE path = ? AND heading = ? ORDER BY chunk_index",
+                            key).fetchall()
+        joined = "\n\n".join(content for _, content in rows)
+        if len(rows) > 1 and len(joined) <= max_chars:
+            source = dataclasses.replace(source, content=joined, chunk_index=rows[0][0],
+                                         chunks=tuple(i for i, _ in rows))
+            widened.add(key)
+        out.append(source)
+    return out
+
+
 def judge(result, floor_cosine, reject_cosine=None):
     """Set result.weak when the wiki evidence is too thin to ask the LLM.
 
@@ -313,9 +346,11 @@ def retrieve(conn, question, qvec, mode="hybrid", top_k=4, max_per_file=MAX_PER_
     terms = german.query_terms(question, vocab)
     result = Retrieval([], mode, query_text=" ".join(german.index_text(question, vocab).split()), under=folder(under))
     allowed = folder_ids(conn, result.under) if result.under else None
+    result.terms, result.weights, result.vocab = terms, [1.0] * len(terms), vocab
     rankings = {}
     if mode in ("hybrid", "lexical") and store.fts_available(conn):
         rankings["lexical"], result.strategy, weights = lexical_ranking(conn, terms, fetch, allowed)
+        result.weights = weights
         if rankings["lexical"]:
             result.coverage = covered(chunk_tokens(conn, rankings["lexical"][0][1]), terms, weights)
         top_weight = math.log((store_size(conn) + 0.5) / 0.5 + 1)

@@ -18,9 +18,13 @@ mode   ok          the answer, as above
        http-500    HTTP 500 with llama-server's JSON error body, no stream
        stall       headers and the first half of the answer, then silence until the `with` ends
 
+A request with "stream": false is the answerability check (rag/answerable.py): one token, "Ja" or
+"Nein", with top_logprobs that give "Ja" the probability p_yes.
+
 Does not handle: non-streaming requests, tokenisation, anything the scripts do not call.
 """
 import json
+import math
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -36,8 +40,9 @@ TIMINGS = {"cache_n": 0, "prompt_n": 120, "prompt_ms": 80.0, "prompt_per_token_m
 
 
 class FakeLlamaServer:
-    def __init__(self, answer=("Mit cyradm", " [1]."), mode="ok", health=200, template=FALLBACK_TEMPLATE):
+    def __init__(self, answer=("Mit cyradm", " [1]."), mode="ok", health=200, template=FALLBACK_TEMPLATE, p_yes=0.9):
         self.answer, self.mode, self.health, self.template = list(answer), mode, health, template
+        self.p_yes = p_yes
         self.requests = []  # {"method", "path", "body"} in arrival order
         self.streaming = threading.Event()  # set when a completion request arrived
         self.release = threading.Event()  # ends a stall
@@ -45,7 +50,12 @@ class FakeLlamaServer:
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
 
     def completions(self):
-        return [r for r in self.requests if r["path"].endswith("completions")]
+        """The answer requests (streamed), in order."""
+        return [r for r in self.requests if r["path"].endswith("completions") and r["body"].get("stream", True)]
+
+    def checks(self):
+        """The answerability checks (not streamed), in order."""
+        return [r for r in self.requests if r["path"].endswith("completions") and not r["body"].get("stream", True)]
 
     def __enter__(self):
         threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
@@ -65,6 +75,17 @@ def chunk(piece, chat, finish=None):
     if finish:
         data["timings"] = TIMINGS
     return data
+
+
+def check_answer(p_yes):
+    """llama-server's non-streamed chat answer of one token, with its top_logprobs (as captured)."""
+    token = "Ja" if p_yes >= 0.5 else "Nein"
+    top = [{"token": "Ja", "logprob": math.log(max(p_yes, 1e-9))},
+           {"token": "Nein", "logprob": math.log(max(1 - p_yes, 1e-9))}, {"token": "ja", "logprob": -9.0}]
+    top.sort(key=lambda t: -t["logprob"])
+    return {"choices": [{"finish_reason": "length", "index": 0, "message": {"role": "assistant", "content": token},
+                         "logprobs": {"content": [{"token": token, "logprob": top[0]["logprob"], "top_logprobs": top}]}}],
+            "model": MODEL_PATH, "object": "chat.completion", "timings": TIMINGS}
 
 
 def make_handler(fake):
@@ -108,6 +129,8 @@ def make_handler(fake):
             if fake.mode == "http-500":
                 return self.send_json(500, {"error": {"code": 500, "message": "failed to decode the batch",
                                                       "type": "server_error"}})
+            if not body.get("stream", True):
+                return self.send_json(200, check_answer(fake.p_yes))
             self.send_response(200)
             self.send_header("Content-Type", "text/event-stream")
             self.send_header("Transfer-Encoding", "chunked")

@@ -1,0 +1,82 @@
+"""rag/context.py (what the model sees of each source), the how-to prefill and the answerability share."""
+import pytest
+
+from rag import answerable, context, german, llm
+from rag.search import Source
+
+STEPS = """Diese Anleitung beschreibt das Anlegen.
+
+1. Per SSH anmelden.
+2. `cyradm` starten und das Passwort eingeben.
+3. Die Mailbox mit `cm` anlegen. Der Name ist `user/vorname.nachname`.
+4. Die Quota setzen. Dafür gibt es `sq`; der Wert ist in KB.
+
+```bash
+cyradm --user cyrus localhost
+```"""
+
+
+@pytest.mark.parametrize("question, expected", [
+    ("Wie lege ich in Cyrus IMAP eine neue Mailbox an?", "howto"),
+    ("Wie richte ich VPN unter Linux ein?", "howto"),
+    ("Was muss ich tun, wenn mein Passwort abgelaufen ist?", "howto"),
+    ("Welche Schritte braucht ein neuer Laptop?", "howto"),
+    ("Mein Drucker druckt nicht – wie bekomme ich ihn wieder zum Laufen?", "howto"),
+    ("Wie lange ist die Kündigungsfrist beim Elbe Systemhaus?", "fact"),
+    ("Wie heißt der Drucker im 2. Stock?", "fact"),
+    ("Wie groß darf mein Postfach sein?", "fact"),
+    ("Wer ist für die Handscanner zuständig?", "fact"),
+    ("Kann ich eine gelöschte Mailbox wiederherstellen?", "fact"),
+])
+def test_kind_tells_procedures_from_facts(question, expected):
+    assert context.kind(question) == expected
+
+
+def test_sentences_do_not_split_after_abbreviations_or_ordinals():
+    assert context.sentences("Z. B. mit cm. Am 2. Mai geht es los. Fertig!") == \
+        ["Z. B. mit cm.", "Am 2. Mai geht es los.", "Fertig!"]
+
+
+def test_units_keep_items_code_rows_and_sentences_whole():
+    found = context.units(STEPS + "\n\n| Gruppe | Quota |\n| Lager | 2 GB |")
+    kinds = [u.kind for u in found]
+    assert kinds == ["sentence", "item", "item", "item", "item", "code", "row", "row"]
+    assert found[5].text.startswith("```bash") and found[5].text.endswith("```")
+    assert all(u.text in STEPS + "\n\n| Gruppe | Quota |\n| Lager | 2 GB |" for u in found)  # verbatim
+
+
+def test_steps_keep_each_first_sentence_and_a_later_command():
+    assert context.steps(STEPS) == ("1. Per SSH anmelden.\n2. `cyradm` starten und das Passwort eingeben.\n"
+                                    "3. Die Mailbox mit `cm` anlegen.\n4. Die Quota setzen. Dafür gibt es `sq`; "
+                                    "der Wert ist in KB.")
+    assert context.steps("Nur Text.\n\n```\nls\n```") == "Nur Text.\n\n```\nls\n```"  # no numbered list
+
+
+def source(path, heading, content):
+    return Source(1, path, 0, heading, content, [])
+
+
+def test_select_keeps_the_procedure_and_the_best_sentence_of_the_others():
+    sources = [source("a.md", "Mailbox", "Die Mailbox ist wichtig. Das Wetter ist schön. Kantine ab 12 Uhr."),
+               source("a.md", "Mailbox › Anlegen", STEPS)]
+    vocab = german.learn_vocabulary(s.content for s in sources)
+    question = "Wie lege ich eine Mailbox an?"
+    terms = german.query_terms(question, vocab)
+    texts, procedure = context.select(question, sources, terms, [1.0] * len(terms), vocab)
+    assert procedure == 2 and texts[1] == context.steps(STEPS)
+    assert texts[0] == "Die Mailbox ist wichtig."  # the one unit that shares a word with the question
+    facts, none = context.select("Wie groß ist die Mailbox?", sources, terms, [1.0] * len(terms), vocab, "fact")
+    assert none is None and "Wetter" not in facts[0]
+
+
+def test_prefill_is_sent_once_whether_or_not_the_server_repeats_it():
+    start = "Laut Quelle [2]:\n1."
+    assert "".join(llm.with_prefill(["Laut Quelle", " [2]:\n1.", " SSH"], start)) == start + " SSH"
+    assert "".join(llm.with_prefill([" SSH", " an"], start)) == start + " SSH an"
+    assert "".join(llm.with_prefill([], start)) == ""
+
+
+def test_share_yes_reads_yes_and_no_spellings():
+    assert answerable.share_yes([{"token": "Ja", "logprob": 0.0}, {"token": " nein", "logprob": -30}]) > 0.99
+    assert answerable.share_yes([{"token": "Ne", "logprob": -0.1}, {"token": "ja", "logprob": -2.4}]) < 0.1
+    assert answerable.share_yes([{"token": "Vielleicht", "logprob": -0.1}]) is None
