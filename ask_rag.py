@@ -78,10 +78,17 @@ def print_answer(done, out):
     """After the stream: the refusal line (no model asked), the sources, the checks."""
     if done.text is not None and not done.llm_called:
         print(done.text + "  (kein LLM-Aufruf: zu wenig Belege im Wiki; die nächsten Kandidaten:)", file=out)
+    elif done.answerable and done.answerable["refused"]:
+        print(f"{done.text}  (das Antwortmodell sieht die Frage in den Quellen nicht beantwortet: "
+              f"P(ja) {done.answerable['p_yes']:.2f} < {done.answerable['threshold']}; die Kandidaten:)", file=out)
     if not done.retrieval.sources:
         print("Keine passenden Stellen im Wiki gefunden.", file=out)
         return
     print_sources(done.retrieval, done.citations, out)
+    if done.support is not None:
+        from rag import support
+        for line in support.describe({"evidence": done.evidence, "statements": done.support}):
+            print(line, file=out)
     if done.unsupported:
         from rag import factcheck
         print(factcheck.describe(done.unsupported), file=out)

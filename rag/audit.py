@@ -84,7 +84,15 @@ def show(path, number):
         flags = f", ⚠ {', '.join(chunk['flags'])}" if chunk.get("flags") else ""
         lines.append(f"  [{n}] {where} (Chunk {chunk['chunk_index']}, sha256 {chunk['sha256'][:12]}…{flags})")
     lines += [f"Antwort:   {e.get('answer')}",
-              f"Zitate:    {describe_citations(e['citations']) if e.get('citations') else 'kein LLM-Aufruf'}",
-              f"Fakten:    {unsupported_line(e.get('unsupported'))}",
+              f"Zitate:    {describe_citations(e['citations']) if e.get('citations') else 'kein LLM-Aufruf'}"]
+    if e.get("support") is not None:  # evidence and supported citations (rag/support.py)
+        from .support import describe
+        lines += ["Prüfung:   " + line for line in describe({"evidence": e.get("evidence") or [],
+                                                            "statements": e["support"]})]
+    if e.get("answerable"):
+        a = e["answerable"]
+        lines.append(f"Prüfung:   beantwortbar? P(ja) {a['p_yes']} (Schwelle {a['threshold']})"
+                     + (" – abgelehnt" if a["refused"] else ""))
+    lines += [f"Fakten:    {unsupported_line(e.get('unsupported'))}",
               f"Zeiten:    {describe_timings(e.get('timings') or {})}"]
     return "\n".join(lines)

@@ -72,6 +72,8 @@ class Answer:
     kind: str = None  # "howto" or "fact" (rag/context.py)
     answerable: dict = None  # {"p_yes", "threshold", "refused"} of the check before the answer
     citations: dict = None
+    evidence: list = None  # [{"n", "text"}]: verbatim source units that support the answer (rag/support.py)
+    support: list = None  # per statement: {"text", "cited", "supported_by", "verdict"}
     unsupported: list = None  # numbers, dates, §, commands no cited source has (rag/factcheck.py)
     timings: dict = dataclasses.field(default_factory=dict)
 
@@ -84,7 +86,8 @@ class Answer:
                 "best_cosine": None if r.best_cosine is None else round(r.best_cosine, 6),
                 "scan": r.scan, "scan_processes": r.scan_processes, "under": r.under,
                 "kind": self.kind, "answerable": self.answerable,
-                "citations": self.citations, "unsupported": self.unsupported,
+                "citations": self.citations, "evidence": self.evidence, "support": self.support,
+                "unsupported": self.unsupported,
                 "sources": [s.as_json() for s in r.sources], "timings": self.timings}
 
 
@@ -261,14 +264,23 @@ def ask(question, settings, history=()):
         else:
             result.llm_called = True
             yield from generate(question, retrieval, settings, result)
-            result.citations = answer.check_citations(result.text, len(retrieval.sources))
-            from . import factcheck  # only after an answer: --retrieve-only does not load it
-            result.unsupported = [masker.mask(claim) for claim in factcheck.unsupported_in(
-                result.text, retrieval.sources, result.citations["valid"], question)]
-            yield Event("checks", {"citations": result.citations, "unsupported": result.unsupported})
+            yield Event("checks", check(result, retrieval, question, masker))
         result.text = masker.mask(result.text)  # a value the model wrote itself stays out of the log
     write_audit(settings, result, raw_sources, meta)
     yield Event("done", result)
+
+
+def check(result, retrieval, question, masker):
+    """The checks of an answer, in this order: evidence and supported citations (rag/support.py), valid
+    citation numbers, the fact check (rag/factcheck.py). Fills `result`; returns them as one dict."""
+    from . import factcheck, support  # only after an answer: --retrieve-only does not load them
+    result.citations = answer.check_citations(result.text, len(retrieval.sources))
+    found = support.check(result.text, retrieval.sources, retrieval.vocab)
+    result.evidence, result.support = found["evidence"], found["statements"]
+    result.unsupported = [masker.mask(claim) for claim in factcheck.unsupported_in(
+        result.text, retrieval.sources, result.citations["valid"], question)]
+    return {"evidence": result.evidence, "support": result.support, "citations": result.citations,
+            "unsupported": result.unsupported}
 
 
 def run(question, settings, history=()):
@@ -295,7 +307,9 @@ def write_audit(settings, result, raw_sources, meta):
                     **({"chunks": list(s.chunks)} if s.chunks else {})}
                    for s, raw in zip(r.sources, raw_sources)],
         "prompt_sha256": audit.sha256(result.prompt) if result.prompt else None, "answer": result.text,
-        "citations": result.citations, "unsupported": result.unsupported, "timings": result.timings}
+        "kind": result.kind, "answerable": result.answerable, "citations": result.citations,
+        "evidence": result.evidence, "support": result.support, "unsupported": result.unsupported,
+        "timings": result.timings}
     try:
         audit.append(path, entry)
     except OSError as exc:

@@ -80,3 +80,37 @@ def test_share_yes_reads_yes_and_no_spellings():
     assert answerable.share_yes([{"token": "Ja", "logprob": 0.0}, {"token": " nein", "logprob": -30}]) > 0.99
     assert answerable.share_yes([{"token": "Ne", "logprob": -0.1}, {"token": "ja", "logprob": -2.4}]) < 0.1
     assert answerable.share_yes([{"token": "Vielleicht", "logprob": -0.1}]) is None
+
+
+# -- rag/support.py --------------------------------------------------------------------------------
+from rag import support  # noqa: E402
+
+SOURCES = [source("a.md", "Mailbox", "Die Mailbox ist wichtig. Das Passwort steht im Tresor der IT."),
+           source("a.md", "Mailbox › Anlegen", STEPS)]
+VOCAB = german.learn_vocabulary(s.content for s in SOURCES)
+
+
+def test_statements_inherit_the_citation_of_a_source_line():
+    found = support.statements("Laut Quelle [2]:\n1. Per SSH anmelden.\n2. `cm` starten [1]. Dann prüfen.\nEnde.")
+    assert found == [("Laut Quelle [2]:", [2]), ("1. Per SSH anmelden", [2]), ("2. `cm` starten", [1]),
+                     ("Dann prüfen", [1]), ("Ende", [])]
+
+
+@pytest.mark.parametrize("answer, verdict, by", [
+    ("Das Passwort steht im Tresor der IT [1].", "gestützt", [1]),
+    ("Das Passwort steht im Tresor der IT [2].", "anderes Zitat", [1]),
+    ("Das Passwort steht im Tresor der IT.", "ohne Zitat", [1]),
+    ("Mailboxen bestellt man im Webportal des Providers [1].", "nicht gestützt", []),
+    ("Die Mailbox mit `dm` anlegen [2].", "nicht gestützt", []),  # a command must stand in the source as written
+    ("Die Mailbox mit `cm` anlegen [2].", "gestützt", [2]),
+])
+def test_each_statement_is_matched_to_the_source_that_supports_it(answer, verdict, by):
+    (statement,) = support.check(answer, SOURCES, VOCAB)["statements"]
+    assert statement["verdict"] == verdict and statement["supported_by"] == by
+
+
+def test_evidence_is_verbatim_and_skips_what_the_answer_copied():
+    found = support.check("Laut Quelle [2]:\n1. Per SSH anmelden.\n2. Die Quota mit `sq` setzen.", SOURCES, VOCAB)
+    assert found["evidence"] == [{"n": 2, "text": "4. Die Quota setzen. Dafür gibt es `sq`; der Wert ist in KB."}]
+    assert support.describe(found)[0] == "Beleg [2]: „4. Die Quota setzen. Dafür gibt es `sq`; der Wert ist in KB.“"
+    assert support.check("Dazu habe ich keine Information.", SOURCES, VOCAB) == {"statements": [], "evidence": []}

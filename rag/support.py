@@ -1,0 +1,184 @@
+"""Which source supports which statement of an answer, and the verbatim evidence shown under it.
+
+    check("1. Die Mailbox mit `cm` anlegen [4].", sources, vocab)
+    -> {"statements": [{"text": "1. Die Mailbox mit `cm` anlegen", "cited": [4], "supported_by": [2],
+                        "verdict": "anderes Zitat"}],
+        "evidence": [{"n": 2, "text": "3. Die Mailbox mit `cm` (create mailbox) anlegen."}]}
+
+How: the answer is cut into statements (list items, else sentences); a "Laut Quelle [2]:" line
+passes its citation to the list below it. A statement's words (folded, stems, no stopwords; the
+[n] markers dropped) are looked up in every unit (sentence, list item, table row, code block;
+rag/context.py) of every source, with the search's German matching (compound parts, stems). A
+source supports the statement when one of its units holds at least SUPPORT of the statement's
+words, and a `command` of the statement must stand in that unit. Like RAGFlow's insert_citations,
+the model's own [n] is not trusted but checked against this. Verdicts:
+    gestützt        a cited source supports it
+    anderes Zitat   it cites [n], but only other sources support it
+    ohne Zitat      it cites nothing, a source supports it
+    nicht gestützt  no source supports it (like an unsupported number in the fact check)
+The evidence is the best supporting unit of each statement, verbatim, in the order of the answer,
+each unit once, at most EVIDENCE_MAX, leaving out units the answer copied word for word (unless
+that leaves none); the model never writes it.
+
+Does not handle: paraphrase without shared words (a statement in other words than the source is
+"nicht gestützt"), negation ("nicht" is a stopword), support spread over two sources.
+"""
+import math
+import re
+
+from . import context, german
+from .answer import CITATION, NO_INFO
+
+SUPPORT = 0.5  # share of a statement's words one unit must hold to support it
+MIN_WORDS = 2  # statements with fewer content words ("Laut Quelle [2]:") are not checked
+EVIDENCE_MAX = 3  # evidence lines under an answer
+CODE = re.compile(r"`([^`\n]+)`")
+STEP = re.compile(r"^\s*(?:[-*+•]|\d{1,2}[.)])\s+")
+HEADER = re.compile(r"^\s*(?:laut|nach|gemäß|siehe)?\s*(?:quelle|quellen)\s*\[\d+(?:\s*[,;]\s*\d+)*\]\s*:?\s*$", re.I)
+
+
+def statements(answer):
+    """(text, cited numbers) per statement, in order, the [n] markers taken out of the text. A line
+    "Laut Quelle [2]:" gives [2] to the list items after it that cite nothing.
+
+    Example: "Laut Quelle [2]:\n1. SSH.\n2. `cm` [3]." -> [("Laut Quelle [2]:", [2]), ("1. SSH", [2]), ("2. `cm`", [3])]
+    """
+    out, inherited = [], []
+    for line in answer.split("\n"):
+        if not line.strip():
+            continue
+        step = bool(STEP.match(line))
+        own = numbers(line) if step else []  # an item's [n] covers each of its sentences
+        if not step:
+            inherited = []
+        for part in context.sentences(line.strip()):
+            cited = numbers(part)
+            if HEADER.match(part):
+                inherited = cited
+                out.append((part.strip(), cited))
+                continue
+            text = CITATION.sub("", part).strip().rstrip(".").strip()
+            out.append((text, cited or own or (inherited if step else [])))
+    return out
+
+
+def numbers(text):
+    """The [n] of a text, sorted. Example: numbers("A [2], B [1; 3]") -> [1, 2, 3]"""
+    return sorted({int(x) for group in CITATION.findall(text) for x in re.split(r"\s*[,;]\s*", group)})
+
+
+def content_words(text):
+    """The words that carry a statement: folded, once each; stopwords, [n] and list numbers dropped.
+
+    Example: content_words("3. Die Mailbox mit `cm` anlegen [2].") -> ["mailbox", "cm", "anlegen"]
+    """
+    words = german.words(STEP.sub("", CITATION.sub("", text)))
+    return [w for w in dict.fromkeys(words) if w not in german.STOPWORDS and len(w) > 1]
+
+
+def covers(words, tokens, weight):
+    """Weighted share of the words found in a unit's search tokens (a word matches by itself or its stem).
+
+    Example: covers(["cm", "mailbox"], {"cm"}, {"cm": 2.0, "mailbox": 0.5}) -> 0.8
+    """
+    total = sum(weight.get(w, 1.0) for w in words)
+    found = sum(weight.get(w, 1.0) for w in words if w in tokens or german.stem(w) in tokens)
+    return found / total if total else 0.0
+
+
+def commands_in(text):
+    """The `commands` of a text, folded. Example: commands_in("Mit `cm` und `sq` [2]") -> ["cm", "sq"]"""
+    return [" ".join(german.words(c)) for c in CODE.findall(text) if german.words(c)]
+
+
+def unit_tokens(sources, vocab):
+    """Per source: [(unit text, its search tokens with stems, its folded words)]."""
+    out = []
+    for source in sources:
+        rows = []
+        for unit in context.units(source.content):
+            tokens = set(german.index_text(unit.text, vocab).split())
+            rows.append((unit.text, tokens | {german.stem(t) for t in tokens}, " ".join(german.words(unit.text))))
+        out.append(rows)
+    return out
+
+
+def rarity(units):
+    """IDF of each token over all units of the sources: a word every unit has says little about which
+    one supports a statement. Example: 4 units, "mailbox" in 4, "cyradm" in 1 -> 0.22 and 0.92"""
+    counts, total = {}, sum(len(rows) for rows in units) or 1
+    for rows in units:
+        for _, tokens, _ in rows:
+            for t in tokens:
+                counts[t] = counts.get(t, 0) + 1
+    return {t: math.log(1 + total / c) for t, c in counts.items()}
+
+
+def best_unit(statement, rows, weight):
+    """(weighted share of the statement's words, unit text) of the unit that holds most of them."""
+    words, commands = content_words(statement), commands_in(statement)
+    weight = {w: weight.get(w, weight.get(german.stem(w), max(weight.values(), default=1.0))) for w in words}
+    best = (0.0, "")
+    for text, tokens, folded in rows:
+        if any(c not in folded for c in commands):
+            continue  # a statement with a command is supported only where that command stands
+        share = covers(words, tokens, weight)
+        if share > best[0]:
+            best = (share, text)
+    return best
+
+
+def check(answer, sources, vocab=frozenset()):
+    """Per statement: cited, supported_by, verdict; and the evidence lines (see the module docstring)."""
+    result = {"statements": [], "evidence": []}
+    if not answer or answer.strip().startswith(NO_INFO):
+        return result
+    units = unit_tokens(sources, vocab)
+    weight = rarity(units)
+    seen, found = set(), []
+    for text, cited in statements(answer):
+        if HEADER.match(text) or len(content_words(text)) < MIN_WORDS:
+            continue
+        scored = [(best_unit(text, rows, weight), n) for n, rows in enumerate(units, start=1)]
+        supported = [n for (share, _), n in scored if share >= SUPPORT]
+        (share, unit), best = max(scored, key=lambda t: (t[0][0], -t[1])) if scored else ((0.0, ""), None)
+        if any(n in supported for n in cited):
+            verdict, best = "gestützt", max((t for t in scored if t[1] in cited and t[1] in supported),
+                                            key=lambda t: t[0][0])[1]
+            share, unit = scored[best - 1][0]
+        elif supported:
+            verdict = "anderes Zitat" if cited else "ohne Zitat"
+        else:
+            verdict = "nicht gestützt"
+        result["statements"].append({"text": text, "cited": cited, "supported_by": supported, "verdict": verdict})
+        if share >= SUPPORT and (best, unit) not in seen:
+            seen.add((best, unit))
+            found.append((share, {"n": best, "text": unit}, verbatim(unit, answer)))
+    # evidence: what the answer did not copy word for word (a copied step is its own evidence), at least one
+    shown = [e for _, e, copied in found if not copied] or [max(found, key=lambda t: t[0])[1]] if found else []
+    result["evidence"] = shown[:EVIDENCE_MAX]
+    return result
+
+
+def verbatim(unit, answer):
+    """Does the answer contain the unit word for word (folded, [n] and list numbers aside)?"""
+    return " ".join(german.words(STEP.sub("", unit))) in " ".join(german.words(CITATION.sub("", answer)))
+
+
+def describe(result):
+    """The reader's lines: evidence first, then every statement whose citation does not hold.
+
+    Example: -> ["Beleg [2]: „3. Die Mailbox mit `cm` (create mailbox) anlegen.“",
+                 "Zitat [4] passt nicht zu „1. Die Mailbox mit `cm` anlegen“ – gestützt von [2]"]
+    """
+    lines = [f"Beleg [{e['n']}]: „{' '.join(e['text'].split())}“" for e in result["evidence"]]
+    for s in result["statements"]:
+        cited = ", ".join(f"[{n}]" for n in s["cited"])
+        by = ", ".join(f"[{n}]" for n in s["supported_by"])
+        if s["verdict"] == "anderes Zitat":
+            lines.append(f"Zitat {cited} passt nicht zu „{s['text']}“ – gestützt von {by}")
+        elif s["verdict"] == "ohne Zitat":
+            lines.append(f"Ohne Zitat: „{s['text']}“ – gestützt von {by}")
+        elif s["verdict"] == "nicht gestützt":
+            lines.append(f"Nicht gestützt: „{s['text']}“ – steht so in keiner Quelle")
+    return lines
