@@ -181,6 +181,9 @@ def parse_args(argv=None):
                         help="ablehnen, wenn das Antwortmodell mit weniger als dieser Wahrscheinlichkeit „ja, die "
                              "Quellen beantworten die Frage“ sagt (RAG_ANSWER_THRESHOLD; Standard: je Modell gemessen, "
                              "0 = Prüfung aus)")
+    parser.add_argument("--whole-chunks", action="store_true", default=bool(os.environ.get("RAG_WHOLE_CHUNKS")),
+                        help="die Quellen ganz in den Prompt (wie im Artikel), statt nur der Sätze, Schritte und "
+                             "Tabellenzeilen, die zur Frage passen (RAG_WHOLE_CHUNKS=1)")
     parser.add_argument("--under", default=os.environ.get("RAG_UNDER"), metavar="ORDNER",
                         help="nur Seiten unterhalb dieses Wiki-Ordners durchsuchen, z. B. mail/ (RAG_UNDER)")
     parser.add_argument("--retrieve-only", action="store_true", help="nur suchen und Quellen zeigen, kein LLM")

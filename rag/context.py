@@ -190,11 +190,13 @@ def shorten(source, terms, weights, vocab, budget):
     return "\n".join(parts[i].text for i in sorted(keep))
 
 
-def select(question, sources, terms, weights, vocab, question_kind=None):
+def select(question, sources, terms, weights, vocab, question_kind=None, whole_chunks=False):
     """(the text each source shows the model, in source order; the 1-based number of the procedure kept
-    whole, or None) — see the module docstring."""
+    whole, or None) — see the module docstring. whole_chunks: every source as it is (as in the post)."""
     question_kind = question_kind or kind(question, sources)
     whole = best_procedure(sources, terms, weights, vocab) if question_kind == "howto" else None
+    if whole_chunks:
+        return [s.content for s in sources], None if whole is None else whole + 1
     left = BUDGET - (len(sources[whole].content) if whole is not None else 0)
     others = len(sources) - (whole is not None)
     out = []

@@ -59,6 +59,7 @@ class Settings:
     pii: str = "mask"  # rag/privacy.py: mask | flag | off
     audit: str = None  # audit log path; None = next to the index; "" = no audit
     under: str = None  # only pages below this folder, e.g. "mail/"
+    whole_chunks: bool = False  # the model sees every source whole (as in the post), not the parts that fit
 
 
 @dataclasses.dataclass
@@ -214,7 +215,7 @@ def generate(question, retrieval, settings, result):
         chat = info["chat_template"] if settings.prompt_format == "auto" else settings.prompt_format == "chat"
         result.model = info.get("model")
         texts, procedure = context.select(question, sources, retrieval.terms, retrieval.weights, retrieval.vocab,
-                                          result.kind)
+                                          result.kind, settings.whole_chunks)
         prefix = answer.context_part(question, sources, chat, texts)
         result.prompt = prefix + "\n" + (answer.task_text(result.kind, procedure) if chat else "Antwort:")
         limit = answerable.threshold(result.model) if settings.answer_threshold is None else settings.answer_threshold
@@ -276,7 +277,8 @@ def check(result, retrieval, question, masker):
     from . import factcheck, support  # only after an answer: --retrieve-only does not load them
     result.citations = answer.check_citations(result.text, len(retrieval.sources))
     found = support.check(result.text, retrieval.sources, retrieval.vocab)
-    result.evidence, result.support = found["evidence"], found["statements"]
+    result.evidence = found["evidence"]  # from the sources, which are masked already
+    result.support = [{**s, "text": masker.mask(s["text"])} for s in found["statements"]]  # the model's words
     result.unsupported = [masker.mask(claim) for claim in factcheck.unsupported_in(
         result.text, retrieval.sources, result.citations["valid"], question)]
     return {"evidence": result.evidence, "support": result.support, "citations": result.citations,

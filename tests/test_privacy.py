@@ -216,7 +216,7 @@ def leaked(text):
     return [v for v in VALUES if v in text or privacy._compact(v) in compact]
 
 
-ALL = ["--mode", "vector", "--top-k", "60", "--max-per-file", "60", "--no-floor"]  # every chunk in the prompt
+ALL = ["--mode", "vector", "--top-k", "60", "--max-per-file", "60", "--no-floor", "--whole-chunks"]  # every chunk in the prompt
 QUESTION = f"Mailbox: wem gehören die IBAN {IBAN} und die Adresse anna.beispiel@example.de?"
 
 
