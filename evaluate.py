@@ -232,8 +232,8 @@ def run_factcheck(path, as_json):
 ANSWER_QUESTIONS = "eval/answers.jsonl"  # {"question": …, "facts": [["3 Monate", "drei Monate"], …]}; [] = not in the wiki
 ANSWER_OUT = "answers-run.jsonl"  # every answer, for reading (ignored by git)
 ASK_TIMEOUT = 600  # seconds one ask_rag.py run may take (2 cores: ~15 s typical)
-GOALS = {"fact": 0.70, "cited": 0.90, "refused_out": 0.90, "refused_in_max": 0.05,
-         "first_token_s": 8.0, "total_s": 20.0}  # issue #10
+GOALS = {"fact": 0.90, "howto": 0.80, "supported": 0.90, "refused_out": 0.90, "refused_in_max": 0.05,
+         "first_token_s": 4.0, "total_s": 12.0}  # issue #15
 
 
 def load_answer_items(path):
@@ -303,28 +303,63 @@ def ask_one(question, db, server, extra, env):
         return None, seconds, "keine JSON-Ausgabe"
 
 
-def judge_answer(item, out, seconds, error):
-    """One row of the answer evaluation (what evaluate.py --answers writes per question)."""
-    text = (out or {}).get("answer") or ""
-    citations = (out or {}).get("citations") or {"cited": [], "valid": [], "unknown": []}
-    row = {"question": item["question"], "in_wiki": bool(item["facts"]), "answer": text, "error": error or None,
-           "llm_called": bool((out or {}).get("llm_called")),
+def judge_answer(item, out, seconds, error, texts=None):
+    """One row of the answer evaluation (what evaluate.py --answers writes per question).
+
+    texts: the content of each source of `out` (cited_facts() looks the key facts up in them)."""
+    out = out or {}
+    text = out.get("answer") or ""
+    citations = out.get("citations") or {"cited": [], "valid": [], "unknown": []}
+    timings = out.get("timings") or {}
+    row = {"question": item["question"], "kind": item.get("kind") or ("fact" if item["facts"] else "out"),
+           "asked_as": out.get("kind"), "in_wiki": bool(item["facts"]), "answer": text, "error": error or None,
+           "llm_called": bool(out.get("llm_called")), "answerable": out.get("answerable"),
            "valid_citation": bool(citations["valid"]), "unknown_citations": citations["unknown"],
-           "first_token_s": ((out or {}).get("timings") or {}).get("first_token_s"),
-           "total_s": round(seconds, 3) if out and out.get("llm_called") else None,
-           "sources": [s.get("path") for s in (out or {}).get("sources", [])], "facts": item["facts"]}
-    if out is not None and "unsupported" in out:
+           "supported_citation": cited_facts(item["facts"], citations["valid"], texts or []),
+           "prompt_tokens": timings["prompt_n"] + timings.get("cache_n", 0) if "prompt_n" in timings else None,
+           "first_token_s": timings.get("first_token_s"),
+           "total_s": round(seconds, 3) if out.get("llm_called") else None,
+           "sources": [s.get("path") for s in out.get("sources", [])], "facts": item["facts"]}
+    if "unsupported" in out:
         row["unsupported"] = out["unsupported"]
     return score(row)
 
 
+def cited_facts(facts, cited, texts):
+    """Do the cited sources together hold every key fact? (None for a question without facts)
+
+    Example: cited_facts([["cm"]], [2], ["…", "Mit `cm` anlegen"]) -> True
+    """
+    if not facts:
+        return None
+    return has_facts("\n".join(texts[n - 1] for n in cited if 1 <= n <= len(texts)), facts)
+
+
+def source_texts(db, sources):
+    """The text of each source of an --json answer, read from the index (a widened source: all its chunks)."""
+    conn = store.connect(db)
+    try:
+        out = []
+        for s in sources:
+            chunks = s.get("chunks") or [s["chunk_index"]]
+            rows = conn.execute(f"SELECT content FROM docs WHERE path = ? AND chunk_index IN ({','.join('?' * len(chunks))}) "
+                                "ORDER BY chunk_index", [s["path"], *chunks]).fetchall()
+            out.append("\n\n".join(r[0] for r in rows))
+        return out
+    finally:
+        conn.close()
+
+
 def score(row):
-    """Set refused / refused_by / mixed / fact of a row from its answer (also for --rescore)."""
+    """Set refused / refused_by / mixed / fact / facts_share of a row from its answer (also for --rescore)."""
     text, called = row["answer"], row.get("llm_called", row.get("refused_by") != "floor")
-    refused = not row["error"] and (not called or is_refusal(text))
-    row.update(refused=refused, refused_by=None if not refused else ("model" if called else "floor"),
-               mixed=not refused and is_mixed(text),
-               fact=row["in_wiki"] and not refused and has_facts(text, row["facts"]))
+    checked = (row.get("answerable") or {}).get("refused")
+    refused = not row["error"] and (not called or checked or is_refusal(text))
+    by = None if not refused else ("floor" if not called else "check" if checked else "model")
+    found = [any(contains_fact(text, alt) for alt in group) for group in row["facts"]] if not refused else []
+    row.update(refused=refused, refused_by=by, mixed=not refused and is_mixed(text),
+               fact=row["in_wiki"] and not refused and has_facts(text, row["facts"]),
+               facts_share=sum(found) / len(row["facts"]) if row["in_wiki"] and not refused else 0.0)
     return row
 
 
@@ -334,22 +369,34 @@ def answer_summary(rows):
     outside = [r for r in rows if not r["in_wiki"]]
     answered = [r for r in rows if not r["refused"] and not r["error"]]
     share = lambda part, whole: len(part) / len(whole) if whole else None  # noqa: E731
-    firsts = [r["first_token_s"] for r in rows if r["first_token_s"] is not None]
-    totals = [r["total_s"] for r in rows if r["total_s"] is not None]
+    median = lambda values: statistics.median(values) if values else None  # noqa: E731
     summary = {
         "questions": len(rows), "in_wiki": len(inside), "out_of_wiki": len(outside),
         "errors": sum(1 for r in rows if r["error"]),
-        "fact": share([r for r in inside if r["fact"]], inside),
         "cited": share([r for r in answered if r["valid_citation"]], answered),
+        "supported": share([r for r in answered if r["in_wiki"] and r.get("supported_citation")],
+                           [r for r in answered if r["in_wiki"]]),
         "answers_with_unknown_citations": sum(1 for r in rows if r["unknown_citations"]),
         "mixed": sum(1 for r in answered if r.get("mixed")),
         "refused_out": share([r for r in outside if r["refused"]], outside),
-        "refused_out_floor": share([r for r in outside if r["refused_by"] == "floor"], outside),
-        "refused_out_model": share([r for r in outside if r["refused_by"] == "model"], outside),
         "refused_in": share([r for r in inside if r["refused"]], inside),
-        "first_token_s": statistics.median(firsts) if firsts else None,
-        "total_s": statistics.median(totals) if totals else None,
+        "prompt_tokens": median([r["prompt_tokens"] for r in rows if r.get("prompt_tokens")]),
+        "first_token_s": median([r["first_token_s"] for r in rows if r["first_token_s"] is not None]),
+        "total_s": median([r["total_s"] for r in rows if r["total_s"] is not None]),
     }
+    for by in ("floor", "check", "model"):
+        summary[f"refused_out_{by}"] = share([r for r in outside if r["refused_by"] == by], outside)
+        summary[f"refused_in_{by}"] = share([r for r in inside if r["refused_by"] == by], inside)
+    for kind in ("fact", "howto"):
+        rows_of = [r for r in inside if r.get("kind", "fact") == kind]
+        summary[kind] = share([r for r in rows_of if r["fact"]], rows_of)
+        summary[f"{kind}_questions"] = len(rows_of)
+        summary[f"{kind}_facts_share"] = (sum(r.get("facts_share", 0.0) for r in rows_of) / len(rows_of)
+                                          if rows_of else None)
+        summary[f"{kind}_total_s"] = median([r["total_s"] for r in rows_of if r["total_s"] is not None])
+        summary[f"{kind}_asked_right"] = share([r for r in rows_of if r.get("asked_as") == kind],
+                                               [r for r in rows_of if r.get("asked_as")])
+    summary["fact_all"] = share([r for r in inside if r["fact"]], inside)
     checked = [r for r in answered if "unsupported" in r]
     if checked:
         wrong = [r for r in checked if not r["in_wiki"] or not r["fact"]]
@@ -368,29 +415,46 @@ def seconds_text(value):
 
 
 def print_answer_summary(s, model):
-    print(f"Antwortmodell: {model}; {s['in_wiki']} Fragen mit Antwort im Wiki, {s['out_of_wiki']} ohne"
-          + (f"; {s['errors']} Fehler" if s["errors"] else ""))
+    print(f"Antwortmodell: {model}; {s['fact_questions']} Faktenfragen, {s['howto_questions']} How-to-Fragen, "
+          f"{s['out_of_wiki']} ohne Antwort im Wiki" + (f"; {s['errors']} Fehler" if s["errors"] else ""))
+    g = GOALS
     lines = [
-        ("Schlüsselfakt in der Antwort (Fragen mit Antwort im Wiki)", percent(s["fact"]),
-         s["fact"] is not None and s["fact"] >= GOALS["fact"], f"≥ {GOALS['fact']:.0%}"),
-        ("mindestens ein gültiges Zitat (beantwortete Fragen)", percent(s["cited"]),
-         s["cited"] is not None and s["cited"] >= GOALS["cited"], f"≥ {GOALS['cited']:.0%}"),
+        ("Faktenfragen: Schlüsselfakt in der Antwort", percent(s["fact"]), s["fact"], g["fact"], True),
+        (f"How-to-Fragen: alle Schlüsselschritte in der Antwort (Anteil der Schritte: {percent(s['howto_facts_share'])})",
+         percent(s["howto"]), s["howto"], g["howto"], True),
+        ("mindestens ein gültiges Zitat (beantwortete Fragen)", percent(s["cited"]), s["cited"], None, True),
+        ("gestütztes Zitat: zitierte Quelle enthält die Schlüsselfakten (beantwortete Fragen mit Antwort im Wiki)",
+         percent(s["supported"]), s["supported"], g["supported"], True),
         ("Antworten mit unbekanntem Zitat", str(s["answers_with_unknown_citations"]),
-         s["answers_with_unknown_citations"] == 0, "0"),
-        (f"ohne Antwort im Wiki korrekt abgelehnt (Schwelle {percent(s['refused_out_floor'])}, "
-         f"Modell {percent(s['refused_out_model'])})", percent(s["refused_out"]),
-         s["refused_out"] is not None and s["refused_out"] >= GOALS["refused_out"], f"≥ {GOALS['refused_out']:.0%}"),
-        ("mit Antwort im Wiki fälschlich abgelehnt", percent(s["refused_in"]),
-         s["refused_in"] is not None and s["refused_in"] <= GOALS["refused_in_max"], f"≤ {GOALS['refused_in_max']:.0%}"),
-        ("erstes Token (Anfrage an llama-server bis 1. Token), Median", seconds_text(s["first_token_s"]),
-         s["first_token_s"] is not None and s["first_token_s"] <= GOALS["first_token_s"], f"≤ {GOALS['first_token_s']:.0f} s"),
-        ("ganze Antwort (ask_rag.py-Prozess), Median", seconds_text(s["total_s"]),
-         s["total_s"] is not None and s["total_s"] <= GOALS["total_s"], f"≤ {GOALS['total_s']:.0f} s"),
+         s["answers_with_unknown_citations"], 0, False),
+        (f"ohne Antwort im Wiki korrekt abgelehnt (Schwelle {percent(s['refused_out_floor'])}, Prüfung "
+         f"{percent(s['refused_out_check'])}, Modell {percent(s['refused_out_model'])})",
+         percent(s["refused_out"]), s["refused_out"], g["refused_out"], True),
+        (f"mit Antwort im Wiki fälschlich abgelehnt (Schwelle {percent(s['refused_in_floor'])}, Prüfung "
+         f"{percent(s['refused_in_check'])}, Modell {percent(s['refused_in_model'])})",
+         percent(s["refused_in"]), s["refused_in"], g["refused_in_max"], False),
+        ("Prompt-Tokens, Median", "–" if s["prompt_tokens"] is None else f"{s['prompt_tokens']:.0f}",
+         s["prompt_tokens"], None, False),
+        ("erstes Token (Prüfung + Antwort bis zum 1. Token), Median", seconds_text(s["first_token_s"]),
+         s["first_token_s"], g["first_token_s"], False),
+        (f"ganze Antwort (ask_rag.py-Prozess), Median (Fakten {seconds_text(s['fact_total_s'])}, How-to "
+         f"{seconds_text(s['howto_total_s'])})", seconds_text(s["total_s"]), s["total_s"], g["total_s"], False),
     ]
     print("| Messgröße | Wert | Ziel | erreicht |")
     print("|---|---:|---:|---|")
-    for name, value, met, goal in lines:
-        print(f"| {name} | {value} | {goal} | {'ja' if met else 'nein'} |")
+    for name, shown, value, goal, at_least in lines:
+        if goal is None:
+            print(f"| {name} | {shown} | – | – |")
+            continue
+        met = value is not None and (value >= goal if at_least else value <= goal)
+        goal_text = f"{'≥' if at_least else '≤'} {goal:.0%}" if isinstance(goal, float) and goal <= 1 else \
+            f"{'≥' if at_least else '≤'} {goal}"
+        if name.startswith(("erstes", "ganze")):
+            goal_text = f"≤ {goal:.0f} s"
+        print(f"| {name} | {shown} | {goal_text} | {'ja' if met else 'nein'} |")
+    if s["fact_asked_right"] is not None:
+        print(f"Fragetyp erkannt (rag/context.py): Faktenfragen {percent(s['fact_asked_right'])}, "
+              f"How-to-Fragen {percent(s['howto_asked_right'])}")
     if s["mixed"]:
         print(f"{s['mixed']} Antworten nennen etwas und hängen trotzdem „{answer_module.NO_INFO}“ an "
               f"(zählen als beantwortet)")
@@ -410,16 +474,117 @@ def progress_mark(row):
 
 
 def fresh_index(tmp, args):
-    """Build an index of wiki/ with the default embedder into tmp; returns its path."""
+    """Build an index of --wiki (default wiki/) with the default embedder into tmp; returns its path."""
     db = str(Path(tmp) / "knowledge.db")
-    print(f"[answers] baue frischen Index über wiki/ mit {Path(args.model).name} …", file=sys.stderr, flush=True)
+    print(f"[answers] baue frischen Index über {args.wiki} mit {Path(args.model).name} …", file=sys.stderr, flush=True)
     env = {**os.environ, "LLAMA_EMBEDDING": args.embedding_bin, "RAG_EMBED_MODEL": args.model}
-    result = subprocess.run([sys.executable, str(ROOT / "build_index.py"), "--rebuild", "--quiet", "--db", db],
+    result = subprocess.run([sys.executable, str(ROOT / "build_index.py"), "--rebuild", "--quiet", "--db", db,
+                             "--wiki", args.wiki],
                             cwd=ROOT, env=env, capture_output=True, text=True, timeout=3600)
     if result.returncode != 0:
         raise SystemExit(f"Fehler: build_index.py endete mit Code {result.returncode}: "
                          f"{result.stderr.strip().splitlines()[-1:] or ''}")
     return db
+
+
+# -- answerability: the model's P("ja, die Quellen beantworten die Frage") per question (--answerable) ----
+def auc(inside, outside):
+    """Probability that an in-wiki question scores above an out-of-wiki one (ties count half).
+
+    Example: auc([0.9, 0.8], [0.1, 0.85]) -> 0.75
+    """
+    pairs = [(a > b) + 0.5 * (a == b) for a in inside for b in outside]
+    return sum(pairs) / len(pairs) if pairs else None
+
+
+def refusal_rates(rows, limit):
+    """(share of out-of-wiki refused, share of in-wiki refused) with the floor and the check at `limit`."""
+    def refused(r):
+        return r["floor"] or (r["p_yes"] is not None and limit is not None and r["p_yes"] < limit)
+    inside = [r for r in rows if r["in_wiki"]]
+    outside = [r for r in rows if not r["in_wiki"]]
+    return (sum(map(refused, outside)) / (len(outside) or 1), sum(map(refused, inside)) / (len(inside) or 1))
+
+
+def tune_threshold(rows):
+    """The threshold that refuses the most out-of-wiki questions while refusing at most MAX_WRONG_REFUSALS
+    of the in-wiki ones (floor included), the lowest such one; None when the check adds nothing."""
+    candidates = sorted({round(r["p_yes"], 4) for r in rows if r["p_yes"] is not None})
+    best = (refusal_rates(rows, None)[0], 0, None)
+    for limit in candidates:
+        limit = round(limit + 1e-4, 4)  # refuse below: a question at exactly this p stays answered
+        out, wrong = refusal_rates(rows, limit)
+        if wrong <= MAX_WRONG_REFUSALS and (out, -limit) > best[:2]:
+            best = (out, -limit, limit)
+    return best[2]
+
+
+def run_answerable(args, db_given):
+    """evaluate.py --answerable: the answerability check alone (no answers), per question, and its threshold."""
+    from rag import answerable, context, core
+    items = load_answer_items(args.answer_questions)
+    with tempfile.TemporaryDirectory(prefix="rag-answerable-") as tmp:
+        db = args.db if db_given else fresh_index(tmp, args)
+        server = None if args.server else start_answer_server(args, tmp)
+        url = args.server or server.url
+        settings = core.Settings(db=db, model=args.model, embedding_bin=args.embedding_bin, server=url, audit="")
+        rows = []
+        try:
+            model = (args.llm_model_name or llm_info(url)["model"])
+            for n, item in enumerate(items, start=1):
+                kind = context.kind(item["question"])
+                retrieval, question, *_ = core.retrieve(item["question"], settings, {}, kind)
+                p = None
+                if not retrieval.weak and retrieval.sources:
+                    prefix, _, _ = core.prompt_for(question, retrieval, settings, kind, chat=True)
+                    p = answerable.p_yes(url, prefix)
+                rows.append({"question": item["question"], "in_wiki": bool(item["facts"]), "kind": item.get("kind"),
+                             "floor": retrieval.weak or not retrieval.sources, "p_yes": p})
+                print(f"[{n}/{len(items)}] {'Schwelle' if rows[-1]['floor'] else f'P(ja) {p:.3f}'}  "
+                      f"{'im Wiki' if item['facts'] else 'nicht im Wiki'}: {item['question']}", file=sys.stderr, flush=True)
+        finally:
+            if server:
+                server.stop()
+    checked = [r for r in rows if not r["floor"] and r["p_yes"] is not None]
+    area = auc([r["p_yes"] for r in checked if r["in_wiki"]], [r["p_yes"] for r in checked if not r["in_wiki"]])
+    limit = tune_threshold(rows) if args.tune else (answerable.threshold(model) if args.answer_threshold is None
+                                                   else args.answer_threshold)
+    print(f"Antwortmodell {model}; {sum(r['in_wiki'] for r in rows)} Fragen mit Antwort, "
+          f"{sum(not r['in_wiki'] for r in rows)} ohne ({args.answer_questions})")
+    print(f"AUC von P(ja) (nur Fragen über der Relevanzschwelle): {area:.3f}" if area is not None else "AUC: –")
+    print("| Schwelle P(ja) | ohne Antwort abgelehnt | mit Antwort fälschlich abgelehnt |")
+    print("|---:|---:|---:|")
+    for shown in sorted({None, 0.1, 0.2, 0.3, 0.5, 0.7, limit} - {None}) + [None]:
+        out, wrong = refusal_rates(rows, shown)
+        print(f"| {'nur Relevanzschwelle' if shown is None else shown} | {out:.0%} | {wrong:.0%} |"
+              + ("  ← gewählt" if shown == limit and shown is not None else ""))
+    if args.tune and args.store and limit is not None:
+        out, wrong = refusal_rates(rows, limit)
+        answerable.store(model, {"threshold": limit, "set": args.answer_questions, "auc": round(area, 3),
+                                 "refused_out": round(out, 3), "refused_in": round(wrong, 3),
+                                 "command": "python3 evaluate.py --answerable --tune --store"})
+        print(f"Gespeichert in {answerable.MEASURED.name}: {model} → Schwelle {limit}")
+    out_path = "answerable-run.jsonl" if args.out == ANSWER_OUT else args.out
+    with open(out_path, "w", encoding="utf-8") as f:
+        f.writelines(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
+    print(f"(jede Frage in {out_path})")
+
+
+def start_answer_server(args, tmp):
+    model = args.llm_model or config.default_llm_model()
+    print(f"[answers] starte llama-server mit {Path(model).name} …", file=sys.stderr, flush=True)
+    try:
+        return ServerProcess(model=model, log_path=str(Path(tmp) / "server.log")).start()
+    except RuntimeError as exc:
+        raise SystemExit(f"Fehler: {exc}")
+
+
+def llm_info(url):
+    from rag import llm
+    try:
+        return llm.server_info(url)
+    except llm.LLMError as exc:
+        raise SystemExit(f"Fehler: {exc}")
 
 
 def run_answers(args, db_given):
@@ -435,14 +600,7 @@ def run_answers(args, db_given):
     extra = [*(["--top-k", str(args.top_k)] if args.top_k else [])]
     with tempfile.TemporaryDirectory(prefix="rag-answers-") as tmp:
         db = args.db if db_given else fresh_index(tmp, args)
-        server = None
-        if not args.server:
-            model = args.llm_model or config.default_llm_model()
-            print(f"[answers] starte llama-server mit {Path(model).name} …", file=sys.stderr, flush=True)
-            try:
-                server = ServerProcess(model=model, log_path=str(Path(tmp) / "server.log")).start()
-            except RuntimeError as exc:
-                raise SystemExit(f"Fehler: {exc}")
+        server = None if args.server else start_answer_server(args, tmp)
         url = args.server or server.url
         rows = []
         try:
@@ -450,7 +608,7 @@ def run_answers(args, db_given):
             with open(args.out, "w", encoding="utf-8") as out_file:
                 for n, item in enumerate(items, start=1):
                     out, seconds, error = ask_one(item["question"], db, url, extra, env)
-                    row = judge_answer(item, out, seconds, error)
+                    row = judge_answer(item, out, seconds, error, source_texts(db, out["sources"]) if out else None)
                     rows.append(row)
                     out_file.write(json.dumps(row, ensure_ascii=False) + "\n")
                     out_file.flush()
@@ -504,6 +662,14 @@ def main():
     parser.add_argument("--answers", action="store_true",
                         help="Antworten messen: jede Frage aus --answer-questions mit ask_rag.py --json gegen einen "
                              "echten llama-server mit dem Antwortmodell (2 Kerne: ~15 s je Frage)")
+    parser.add_argument("--answerable", action="store_true",
+                        help="nur die Beantwortbarkeits-Prüfung messen (P(ja) des Antwortmodells je Frage, AUC, "
+                             "Ablehnungen je Schwelle); mit --tune die Schwelle wählen, mit --store speichern")
+    parser.add_argument("--answer-threshold", type=float, help="mit --answerable: diese Schwelle auswerten")
+    parser.add_argument("--llm-model-name", help="mit --answerable: Name des Antwortmodells (Standard: vom Server)")
+    parser.add_argument("--wiki", default=config.env_str("RAG_WIKI", "wiki"),
+                        help="mit --answers/--answerable: Ordner, über den der frische Index gebaut wird "
+                             "(Standard: wiki; z. B. ../shared/corpora/iobroker-de)")
     parser.add_argument("--answer-questions", default=ANSWER_QUESTIONS,
                         help=f"mit --answers: Fragen mit Schlüsselfakten (Standard: {ANSWER_QUESTIONS})")
     parser.add_argument("--limit", type=int, help="mit --answers: nur N Fragen, gleichmäßig verteilt")
@@ -517,6 +683,8 @@ def main():
     args = parser.parse_args()
     db_given = args.db is not None or bool(os.environ.get("RAG_DB"))
     args.db = args.db or config.env_str("RAG_DB", "knowledge.db")
+    if args.answerable:
+        return run_answerable(args, db_given)
     if args.answers:
         return run_answers(args, db_given)
     if args.factcheck:

@@ -13,7 +13,9 @@ A question is refused when p_yes < the threshold measured for the answer model (
 Does not handle: servers without logprobs (vLLM and Ollama may lack top_logprobs: then None and
 only the relevance floor decides), base models without a chat template (same).
 """
+import json
 import math
+from pathlib import Path
 
 import requests
 
@@ -23,8 +25,8 @@ from .llm import CONNECT_TIMEOUT, READ_TIMEOUT, LLMError, auth_headers, error_te
 CHECK = "Beantworten die Quellen diese Frage ausdrücklich? Antworte nur mit ja oder nein."
 TOP = 10  # alternatives of the first token looked at
 YES, NO = ("ja", "yes"), ("nein", "ne", "no")  # first-token spellings, folded (" Ja" -> "ja", "Ne"+"in" -> "ne")
-# Measured with `evaluate.py --answerable --tune` on eval/answers.jsonl (README "Ehrliches Nein"), per answer model:
-MEASURED = {}
+MEASURED = Path(__file__).with_name("answerable.json")  # per answer model, written by `evaluate.py --answerable
+#          --tune --store` (the set, the command and the numbers are stored next to the threshold)
 DEFAULT_THRESHOLD = None  # no measured value for this model: no check (it would cost a prompt pass for nothing)
 
 
@@ -77,6 +79,21 @@ def p_yes(url, prefix, api_key=None, model_name=None, seed=0):
         return None
 
 
+def measured():
+    """{answer model name: {"threshold", "set", "command", …}} from MEASURED ({} if there is none)."""
+    try:
+        return json.loads(MEASURED.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+
+
 def threshold(model):
     """The refusal threshold measured for an answer model (its file or server name), else DEFAULT_THRESHOLD."""
-    return MEASURED.get(model, DEFAULT_THRESHOLD)
+    return measured().get(model or "", {}).get("threshold", DEFAULT_THRESHOLD)
+
+
+def store(model, entry):
+    """Write the measured entry of one answer model into MEASURED (the others stay)."""
+    table = measured()
+    table[model] = entry
+    MEASURED.write_text(json.dumps(table, ensure_ascii=False, indent=2, sort_keys=True) + "\n", encoding="utf-8")

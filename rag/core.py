@@ -205,6 +205,14 @@ def trimmed(pieces):
             held += piece
 
 
+def prompt_for(question, retrieval, settings, question_kind, chat):
+    """(the prefix the answerability check shares, the whole prompt, the procedure's source number or None)."""
+    texts, procedure = context.select(question, retrieval.sources, retrieval.terms, retrieval.weights,
+                                      retrieval.vocab, question_kind, settings.whole_chunks)
+    prefix = answer.context_part(question, retrieval.sources, chat, texts)
+    return prefix, prefix + "\n" + (answer.task_text(question_kind, procedure) if chat else "Antwort:"), procedure
+
+
 def generate(question, retrieval, settings, result):
     """Select the context, check that it answers the question, then ask for the answer; yields the
     prompt and answer events and fills `result` (an Answer)."""
@@ -214,10 +222,7 @@ def generate(question, retrieval, settings, result):
         info = llm.server_info(settings.server, settings.api_key, settings.llm_model_name)
         chat = info["chat_template"] if settings.prompt_format == "auto" else settings.prompt_format == "chat"
         result.model = info.get("model")
-        texts, procedure = context.select(question, sources, retrieval.terms, retrieval.weights, retrieval.vocab,
-                                          result.kind, settings.whole_chunks)
-        prefix = answer.context_part(question, sources, chat, texts)
-        result.prompt = prefix + "\n" + (answer.task_text(result.kind, procedure) if chat else "Antwort:")
+        prefix, result.prompt, procedure = prompt_for(question, retrieval, settings, result.kind, chat)
         limit = answerable.threshold(result.model) if settings.answer_threshold is None else settings.answer_threshold
         started = time.monotonic()  # first_token_s counts from here: the check is part of the wait
         if chat and limit:  # no threshold measured for this model (or 0): no check
