@@ -535,23 +535,25 @@ def run_answerable(args, db_given):
                 kind = context.kind(item["question"])
                 retrieval, question, *_ = core.retrieve(item["question"], settings, {}, kind)
                 p = None
-                if not retrieval.weak and retrieval.sources:
+                if retrieval.sources:  # also where the floor refuses: --tune weighs the floor against the check
                     prefix, _, _ = core.prompt_for(question, retrieval, settings, kind, chat=True)
                     p = answerable.p_yes(url, prefix)
                 rows.append({"question": item["question"], "in_wiki": bool(item["facts"]), "kind": item.get("kind"),
-                             "floor": retrieval.weak or not retrieval.sources, "p_yes": p})
-                print(f"[{n}/{len(items)}] {'Schwelle' if rows[-1]['floor'] else f'P(ja) {p:.3f}'}  "
+                             "floor": retrieval.weak or not retrieval.sources, "p_yes": p,
+                             "best_cosine": retrieval.best_cosine, "coverage": retrieval.coverage})
+                print(f"[{n}/{len(items)}] {'Schwelle, ' if rows[-1]['floor'] else ''}P(ja) "
+                      f"{'–' if p is None else f'{p:.3f}'}  "
                       f"{'im Wiki' if item['facts'] else 'nicht im Wiki'}: {item['question']}", file=sys.stderr, flush=True)
         finally:
             if server:
                 server.stop()
-    checked = [r for r in rows if not r["floor"] and r["p_yes"] is not None]
+    checked = [r for r in rows if r["p_yes"] is not None]
     area = auc([r["p_yes"] for r in checked if r["in_wiki"]], [r["p_yes"] for r in checked if not r["in_wiki"]])
     limit = tune_threshold(rows) if args.tune else (answerable.threshold(model) if args.answer_threshold is None
                                                    else args.answer_threshold)
     print(f"Antwortmodell {model}; {sum(r['in_wiki'] for r in rows)} Fragen mit Antwort, "
           f"{sum(not r['in_wiki'] for r in rows)} ohne ({args.answer_questions})")
-    print(f"AUC von P(ja) (nur Fragen über der Relevanzschwelle): {area:.3f}" if area is not None else "AUC: –")
+    print(f"AUC von P(ja) (alle Fragen mit Quellen): {area:.3f}" if area is not None else "AUC: –")
     print("| Schwelle P(ja) | ohne Antwort abgelehnt | mit Antwort fälschlich abgelehnt |")
     print("|---:|---:|---:|")
     for shown in sorted({None, 0.1, 0.2, 0.3, 0.5, 0.7, limit} - {None}) + [None]:
