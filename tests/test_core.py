@@ -80,3 +80,31 @@ def test_missing_index_names_the_build_command(settings, tmp_path):
     settings.db = str(tmp_path / "nope.db")
     with pytest.raises(core.CoreError, match="python3 build_index.py"):
         core.run(QUESTION, settings)
+
+
+@pytest.mark.parametrize("p_yes, refused", [(0.2, True), (0.8, False)])
+def test_answerability_check_refuses_below_the_threshold_before_the_answer(settings, p_yes, refused):
+    settings.answer_threshold = 0.5
+    with FakeLlamaServer(template=GEMMA_TEMPLATE, answer=["Mit cm", " [1]."], p_yes=p_yes) as server:
+        settings.server = server.url
+        events = list(core.ask(QUESTION, settings))
+        (check,) = server.checks()
+        answers = server.completions()
+    done = events[-1].data
+    assert done.answerable == {"p_yes": pytest.approx(p_yes, abs=1e-3), "threshold": 0.5, "refused": refused}
+    assert check["body"]["max_tokens"] == 1 and check["body"]["logprobs"] is True
+    assert check["body"]["messages"][1]["content"].endswith("Antworte nur mit ja oder nein.")
+    if refused:
+        assert done.text == "Dazu habe ich keine Information." and answers == [] and "piece" not in [e.kind for e in events]
+    else:
+        assert done.text == "Mit cm [1]." and len(answers) == 1
+        # the check and the answer share everything up to the question: llama-server reuses that prefix
+        head = lambda body: body["messages"][1]["content"].split("\nBeantworten")[0].split("\nAntworte")[0]  # noqa: E731
+        assert head(check["body"]) == head(answers[0]["body"]) and answers[0]["body"]["messages"][0] == check["body"]["messages"][0]
+
+
+def test_no_measured_threshold_means_no_check(settings):
+    with FakeLlamaServer(template=GEMMA_TEMPLATE) as server:
+        settings.server = server.url
+        done = core.run(QUESTION, settings)
+    assert server.checks() == [] and done.answerable is None and done.llm_called
