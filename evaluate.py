@@ -168,18 +168,28 @@ def print_table(rows, meta, n_in, n_out):
 def evaluate_pii(path):
     """Precision and recall of rag/privacy.py per kind (and "gesamt") over {"text", "entities"} lines.
 
-    A found value counts as right when kind and normalised value match an expected entity.
+    A found value counts as right when kind and normalised value match an expected entity. A line
+    may carry "off": [kinds] – kinds switched off for that text, as RAG_PII_KINDS does: they are not
+    looked for there, so their values are near misses (eval/pii.jsonl switches off the kinds it does
+    not label).
     Example row: {"IBAN": {"expected": 9, "found": 9, "right": 9, "precision": 1.0, "recall": 1.0}}
     """
     try:
         with open(path, encoding="utf-8") as f:
             items = [json.loads(line) for line in f if line.strip()]
-    except (OSError, ValueError) as exc:
-        raise SystemExit(f"Fehler: PII-Datei {path} nicht lesbar ({exc}) – JSON Lines mit \"text\" und \"entities\" erwartet.")
+        for item in items:
+            unknown = set(item.get("off", [])) - set(privacy.KINDS)
+            if unknown or not isinstance(item["text"], str):
+                raise ValueError(f"unbekannte Art in \"off\": {sorted(unknown)[0]}" if unknown else "text fehlt")
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise SystemExit(f"Fehler: PII-Datei {path} nicht lesbar ({exc}) – JSON Lines mit \"text\", \"entities\" "
+                         f"und optional \"off\" erwartet.")
     tally, misses = {k: collections.Counter() for k in (*privacy.KINDS, "gesamt")}, []
     for item in items:
+        kinds = frozenset(privacy.KINDS) - set(item.get("off", []))
         expected = collections.Counter((e["kind"], privacy.normalise(e["kind"], e["value"])) for e in item["entities"])
-        found = collections.Counter((m.kind, privacy.normalise(m.kind, m.value)) for m in privacy.find(item["text"]))
+        found = collections.Counter((m.kind, privacy.normalise(m.kind, m.value))
+                                    for m in privacy.find(item["text"], kinds=kinds))
         for key in sorted(expected | found):
             right = min(expected[key], found[key])
             for kind in (key[0], "gesamt"):
@@ -656,7 +666,9 @@ def main():
     parser.add_argument("--json", action="store_true", help="Ergebnis als JSON")
     parser.add_argument("--pii", nargs="?", const="eval/pii.jsonl", metavar="DATEI",
                         help="statt der Suche die Erkennung personenbezogener Daten messen (rag/privacy.py): "
-                             "Präzision und Recall je Art; Standard-Datei eval/pii.jsonl, kein Index nötig")
+                             "Präzision und Recall je Art über Zeilen {\"text\", \"entities\": [{\"kind\", \"value\"}], "
+                             "\"off\": [Arten, die für diesen Text abgeschaltet sind]}; Standard-Datei eval/pii.jsonl, "
+                             "kein Index nötig")
     parser.add_argument("--factcheck", nargs="?", const="eval/factcheck.jsonl", metavar="DATEI",
                         help="statt der Suche den Faktencheck messen (rag/factcheck.py): Anteil erkannter falscher "
                              "und fälschlich markierter richtiger Antworten; Standard-Datei eval/factcheck.jsonl, "

@@ -9,6 +9,12 @@ wrong check digits, postcodes, dates that are no birth dates, version numbers, p
 Names and e-mail domains are fictional (example.de/.com/.org), phone numbers come from the ranges
 the Bundesnetzagentur keeps for films (030 23125…, 040 66969…, 069 90009…, 089 99998…, 0221 4710…).
 
+This set labels the first nine kinds only (IBAN … TELEFON); every line switches the others off
+("off": UNLABELLED), so the names and addresses in its sentences are not counted. Those kinds are
+measured on a set written by someone else (eval/pii_blind.jsonl). A company's switchboard number
+("Die Zentrale … ist unter … zu erreichen") is a near miss since rag/privacy.py keeps business
+contacts readable.
+
 Does not handle: checking that find() gets them right (that is evaluate.py --pii).
 """
 import json
@@ -25,6 +31,8 @@ from rag import privacy  # noqa: E402
 
 SEED = 2026  # same file on every run
 OUT = ROOT / "eval" / "pii.jsonl"
+UNLABELLED = [k for k in privacy.KINDS if k not in ("IBAN", "E-MAIL", "SVNR", "AUSWEIS", "PASS", "KREDITKARTE",
+                                                     "STEUER-ID", "GEBURTSDATUM", "TELEFON")]  # not labelled here
 rng = random.Random(SEED)
 
 
@@ -119,7 +127,7 @@ def positives():
     a, b = phone()
     add("Die Nummer der Vertretung lautet {}, vormittags.", ("TELEFON", f"{a}-{b}"))
     a, b = phone()
-    add("Die Zentrale der Partnerfirma ist unter {} zu erreichen.", ("TELEFON", f"({a}) {b[:3]} {b[3:]}"))
+    add("Die Partnerfirma hat für Herrn Probe die Durchwahl {} eingerichtet.", ("TELEFON", f"({a}) {b[:3]} {b[3:]}"))
     a, b = phone()
     add("Aus dem Ausland wählen Sie {}.", ("TELEFON", f"+49 {a[1:]} {b}"))
     a, b = phone()
@@ -269,6 +277,8 @@ def near_misses():
         "Öffnungszeiten: 08:00-12:00 und 13:00-16:30 Uhr.",
         "Die Sprachmailbox erreichen Sie unter der Kurzwahl 8000.",
         "Der Helpdesk hat die Durchwahl 4711.",
+        "Die Zentrale der Partnerfirma ist unter (0221) 4710 100 zu erreichen.",
+        "Unsere Hotline erreichen Sie unter 040 66969 000 oder +49 40 66969100.",
         "Anfragen bitte an helpdesk@example.de, das erzeugt ein Ticket.",
         "Datenschutzfragen an datenschutz@example.de richten.",
         "Neue Adressen folgen dem Schema vorname.nachname@example.de.",
@@ -293,7 +303,7 @@ def main():
     items = positives() + near_misses()
     with open(OUT, "w", encoding="utf-8") as f:
         for item in items:
-            f.write(json.dumps(item, ensure_ascii=False) + "\n")
+            f.write(json.dumps({**item, "off": UNLABELLED}, ensure_ascii=False) + "\n")
     kinds = Counter(e["kind"] for item in items for e in item["entities"])
     print(f"{len(items)} Texte → {OUT.relative_to(ROOT)}: {sum(kinds.values())} Werte "
           f"({', '.join(f'{n} {k}' for k, n in sorted(kinds.items()))}), "

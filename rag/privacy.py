@@ -19,21 +19,48 @@ What makes a match more than a pattern (check digits where the format has one):
                 and a word such as "Personalausweis" or "Reisepass" up to CONTEXT_CHARS before it
   KREDITKARTE   13–19 digits (spaces/dashes in groups), a known IIN prefix with its length, Luhn
   GEBURTSDATUM  a valid date right after "geb.", "geboren am", "Geburtsdatum", "Geb.-Datum" (only that date)
+  NAME          by context: salutations, titles, role words, signatures, Name: fields, name columns,
+                a listed first name (rag/names.py)
+  ADRESSE, PLZ-ORT, HANDELSREGISTER, UST-ID, STEUERNUMMER, BIC   (rag/addresses.py)
+
+Business contacts stay readable: a phone number or e-mail address whose nearest cue before it is
+"Hotline", "Zentrale", "Service", "Support", "Helpdesk" (not a person: "Herr", "Frau", a name,
+"mobil", "privat"), or that is labelled "Tel."/"E-Mail" in a paragraph with a legal form (GmbH …)
+and no person's name, is kept, and so is every value matching RAG_PII_KEEP (parse_keep). The kept
+values and why are Masker.kept (ask_rag.py --explain: "Telefon behalten: 0421 555 3090 (Hotline)").
+Each kind can be switched off (parse_kinds: RAG_PII_KINDS / --pii-kinds "-ADRESSE,-PLZ-ORT").
 
 Masker gives the same value the same placeholder within one answer ("[IBAN 1]" everywhere), after
-normalising it (IBAN without spaces, +49 30 … = 030 …, e-mail in lower case).
+normalising it (IBAN without spaces, +49 30 … = 030 …, e-mail in lower case), and a surname or
+first name alone the placeholder of the full name it belongs to; a value it has masked once is
+masked again where it comes back without its context (an answer that writes only "Weber").
 
-Does not handle: names, postal addresses, ages, health data, IP and MAC addresses, licence plates,
-ID card numbers written without their check digit or from before 2010, phone numbers with dots or in
-words, values split over two lines, IBANs in lower case, personal data in file paths.
+Does not handle: names without a context (see rag/names.py), ages, health data, IP and MAC
+addresses, licence plates, ID card numbers written without their check digit or from before 2010,
+phone numbers with dots or in words, values split over two lines, IBANs in lower case, personal
+data in file paths; a business contact that is only a person's direct line ("Hotline: Frau Weber,
+0171 …" is kept when the word "Hotline" stands nearer than the name).
 """
 import dataclasses
+import fnmatch
 import re
 from collections import Counter, namedtuple
 
+from . import addresses, names
+
 MODES = ("mask", "flag", "off")  # --pii / RAG_PII: replace values, only flag the sources, do nothing
-KINDS = ("IBAN", "E-MAIL", "SVNR", "AUSWEIS", "PASS", "KREDITKARTE", "STEUER-ID", "GEBURTSDATUM",
-         "TELEFON")  # also the priority when two matches overlap (earlier wins)
+KINDS = ("IBAN", "E-MAIL", "SVNR", "AUSWEIS", "PASS", "KREDITKARTE", "STEUER-ID", "GEBURTSDATUM", "TELEFON",
+         "NAME", "ADRESSE", "PLZ-ORT", "HANDELSREGISTER", "UST-ID", "STEUERNUMMER", "BIC")  # in tables and counts
+PRIORITY = ("IBAN", "E-MAIL", "UST-ID", "BIC", "HANDELSREGISTER", "SVNR", "AUSWEIS", "PASS", "KREDITKARTE",
+            "STEUER-ID", "STEUERNUMMER", "GEBURTSDATUM", "TELEFON", "ADRESSE", "PLZ-ORT", "NAME")  # overlaps: earlier wins
+LABELS = {"E-MAIL": "E-Mail", "TELEFON": "Telefon", "NAME": "Name", "ADRESSE": "Adresse", "PLZ-ORT": "PLZ und Ort",
+          "STEUERNUMMER": "Steuernummer", "GEBURTSDATUM": "Geburtsdatum"}  # for "Telefon behalten: …"
+CUE_CHARS = 60  # how far before a phone number or e-mail address its cue (Hotline, Herr …) may stand
+BUSINESS = re.compile(r"(?i)hotline|zentrale|service|support|help-?desk|kundendienst")  # cues of a function contact
+PERSONAL = re.compile(r"(?i)\b(?:herrn?|frau|hr\.|fr\.)(?!\w)|mobil|handy|privat|persönlich|direkt")  # … of a person
+CONTACT_LABEL = re.compile(r"(?i)(?:\btel\.?|telefon|\bfon|\bfax|\bt|e-?mail|\bmail)\s*[:.]?\s*$")
+LEGAL_FORM = re.compile(r"\b(?:GmbH|AG|KG|OHG|SE|UG|e\.\s?V\.|mbH|KGaA|GbR|Ltd\.?|Inc\.?)(?!\w)")
+SENTENCE_END = re.compile(r"[.!?;]\s+(?=[A-ZÄÖÜ])")
 CONTEXT_CHARS = 60  # how far before an ID card or passport number its context word may stand
 IBAN_LENGTHS = {  # SEPA countries (EPC list, 2025) -> IBAN length
     "AD": 24, "AL": 28, "AT": 20, "BE": 16, "BG": 22, "CH": 21, "CY": 28, "CZ": 24, "DE": 22, "DK": 18,
@@ -66,6 +93,7 @@ MONTHS = {"januar": 1, "jan": 1, "jänner": 1, "februar": 2, "feb": 2, "märz": 
           "dezember": 12, "dez": 12}
 
 Match = namedtuple("Match", "kind start end value")  # value: the text as written
+Kept = namedtuple("Kept", "kind value reason")  # a value left readable, and why ("Hotline", "RAG_PII_KEEP")
 
 _B = r"(?<![\w+/.,-])"  # no longer token to the left
 _E = r"(?![\w-]|[.,/]\d)"  # … nor to the right (a sentence's full stop is fine)
@@ -284,35 +312,153 @@ def find_birth_dates(text):
             yield Match("GEBURTSDATUM", m.start("date"), m.end("date"), m.group("date"))
 
 
+def find_names(text):
+    return names.find(text)
+
+
+def find_addresses(text):
+    return addresses.find(text)
+
+
 FINDERS = (find_ibans, find_emails, find_svnrs, find_documents, find_cards, find_steuer_ids,
-           find_birth_dates, find_phones)
+           find_birth_dates, find_phones, find_names, find_addresses)
 
 
-def find(text):
-    """All personal data in `text`: [Match], sorted by position, never overlapping.
+def scan(text, kinds=None, keep=()):
+    """(personal data, kept values) in `text`: ([Match], [Kept]), each sorted by position.
 
-    Overlaps go to the kind earlier in KINDS. Numbers inside something shaped like an IBAN (even
-    one with a wrong check digit) are not reported as phone numbers or the like.
-    Example: find("Mail an anna.beispiel@example.de") -> [Match("E-MAIL", 8, 32, "anna.beispiel@example.de")]
+    kinds: the kinds to report (None: all, see parse_kinds); keep: parsed RAG_PII_KEEP entries.
+    Overlaps go to the kind earlier in PRIORITY, whatever is switched off, so the same text gives
+    the same spans. Example: scan("Hotline 0421 555 3090") -> ([], [Kept("TELEFON", "0421 555 3090", "Hotline")])
     """
     found = [m for finder in FINDERS for m in finder(text)]
     blocked = [(m.start(), m.start() + len(m.group(0))) for m in IBAN.finditer(text) if m.group(1) in IBAN_LENGTHS]
-    kept = []
-    for m in sorted(found, key=lambda m: (KINDS.index(m.kind), m.start, -m.end)):
-        spans = [(k.start, k.end) for k in kept] + ([] if m.kind == "IBAN" else blocked)
+    resolved = []
+    for m in sorted(found, key=lambda m: (PRIORITY.index(m.kind), m.start, -m.end)):
+        spans = [(k.start, k.end) for k in resolved] + ([] if m.kind == "IBAN" else blocked)
         if all(m.end <= s or m.start >= e for s, e in spans):
-            kept.append(m)
-    return sorted(kept, key=lambda m: (m.start, m.end))
+            resolved.append(m)
+    people = [m for m in resolved if m.kind == "NAME"]
+    matches, kept = [], []
+    for m in sorted(resolved, key=lambda m: (m.start, m.end)):
+        if kinds is not None and m.kind not in kinds:
+            continue
+        reason = "RAG_PII_KEEP" if listed(m, keep) else business_contact(text, m, people)
+        if reason:
+            kept.append(Kept(m.kind, m.value, reason))
+        else:
+            matches.append(m)
+    return matches, kept
 
 
-def counts(text):
+def find(text, kinds=None, keep=()):
+    """All personal data in `text`: [Match], sorted by position, never overlapping (see scan).
+
+    Numbers inside something shaped like an IBAN (even one with a wrong check digit) are not
+    reported as phone numbers or the like.
+    Example: find("Mail an anna.beispiel@example.de") -> [Match("E-MAIL", 8, 32, "anna.beispiel@example.de")]
+    """
+    return scan(text, kinds, keep)[0]
+
+
+def counts(text, kinds=None, keep=()):
     """How many values of each kind. Example: counts("Tel. 030 23125123") -> {"TELEFON": 1}"""
-    return dict(sorted(Counter(m.kind for m in find(text)).items(), key=lambda kv: KINDS.index(kv[0])))
+    return dict(sorted(Counter(m.kind for m in find(text, kinds, keep)).items(), key=lambda kv: KINDS.index(kv[0])))
 
 
 def describe(kind_counts):
     """Example: describe({"IBAN": 2, "TELEFON": 1}) -> "2 IBAN, 1 TELEFON" ("" for none)"""
     return ", ".join(f"{n} {kind}" for kind, n in kind_counts.items())
+
+
+# -- what stays readable ---------------------------------------------------------------------------
+def business_contact(text, m, people):
+    """Why a phone number or e-mail address is a company's, not a person's (None: it is a person's).
+
+    Examples: "unter der Hotline 0421 555 3090" -> "Hotline"; "Hotline, sonst Frau Weber: 030 …" -> None;
+    "Hansa GmbH · Tel. 0421 555 3000" -> "Firmenkontakt"
+    """
+    if m.kind not in ("TELEFON", "E-MAIL"):
+        return None
+    paragraph_start = text.rfind("\n\n", 0, m.start) + 1  # (a PDF line break is no boundary)
+    start = max(paragraph_start, m.start - CUE_CHARS)
+    ends = [e.end() for e in SENTENCE_END.finditer(text, start, m.start)]
+    start = ends[-1] if ends else start
+    before = text[start:m.start]
+    personal = [p.end() for p in PERSONAL.finditer(before)] + [p.end - start for p in people if start <= p.start < m.start]
+    business = list(BUSINESS.finditer(before))
+    if business and business[-1].start() >= max(personal, default=-1):
+        return business_reason(business[-1].group())
+    line_end = text.find("\n", m.end)
+    after = re.match(r"\s*[(–-]\s*(" + BUSINESS.pattern[4:] + r")", text[m.end:len(text) if line_end < 0 else line_end],
+                     re.I)
+    if after and not personal:
+        return business_reason(after.group(1))
+    paragraph_end = text.find("\n\n", m.end)
+    paragraph_end = len(text) if paragraph_end < 0 else paragraph_end
+    mobile = m.kind == "TELEFON" and normalise("TELEFON", m.value)[:5] in ("+4915", "+4916", "+4917")
+    if (CONTACT_LABEL.search(before) and not personal and not mobile
+            and LEGAL_FORM.search(text, paragraph_start, paragraph_end)
+            and not any(paragraph_start <= p.start < paragraph_end for p in people)):
+        return "Firmenkontakt"
+    return None
+
+
+def business_reason(word):
+    """Example: "IT-Helpdesk"'s "helpdesk" -> "Helpdesk" """
+    low = word.lower().replace("-", "")
+    return {"hotline": "Hotline", "zentrale": "Zentrale", "service": "Service", "support": "Support",
+            "helpdesk": "Helpdesk", "kundendienst": "Kundendienst"}.get(low, word)
+
+
+def parse_keep(spec):
+    """RAG_PII_KEEP / --pii-keep: comma-separated values or patterns (* ?), each optionally "KIND:".
+
+    Example: parse_keep("0421 555*, NAME:Henrik Lorenzen") -> [(None, "0421 555*"), ("NAME", "Henrik Lorenzen")]
+    """
+    entries = []
+    for item in (spec or "").split(","):
+        item = item.strip()
+        kind, _, rest = item.partition(":")
+        if rest and kind.strip().upper() in KINDS:
+            entries.append((kind.strip().upper(), rest.strip()))
+        elif item:
+            entries.append((None, item))
+    return entries
+
+
+def listed(m, keep):
+    """Does the Match m fit an entry of parse_keep? Written values compare normalised ("030 1234567" = "+49301234567")."""
+    for kind, pattern in keep:
+        if kind and kind != m.kind:
+            continue
+        if any(c in pattern for c in "*?["):
+            if any(fnmatch.fnmatchcase(v.casefold(), pattern.casefold()) for v in (m.value, normalise(m.kind, m.value))):
+                return True
+        elif normalise(m.kind, pattern) == normalise(m.kind, m.value):
+            return True
+    return False
+
+
+def parse_kinds(spec):
+    """RAG_PII_KINDS / --pii-kinds: which kinds are masked. Raises ValueError (German) for unknown kinds.
+
+    Examples: parse_kinds("") -> all KINDS; parse_kinds("-ADRESSE,-PLZ-ORT") -> all but those two;
+    parse_kinds("IBAN,TELEFON") -> only those two; parse_kinds("alle,-NAME") -> all but NAME
+    """
+    items = [item.strip().upper() for item in (spec or "").split(",") if item.strip()]
+    chosen = {item.lstrip("+") for item in items if not item.startswith("-")}
+    dropped = {item[1:].strip() for item in items if item.startswith("-")}
+    unknown = sorted((chosen | dropped) - set(KINDS) - {"ALLE", "ALL"})
+    if unknown:
+        raise ValueError(f"unbekannte Art {unknown[0]} – bekannt sind {', '.join(KINDS)}")
+    base = set(KINDS) if not chosen or chosen & {"ALLE", "ALL"} else chosen
+    return frozenset(base - dropped)
+
+
+def describe_kept(kept):
+    """Example: Kept("TELEFON", "0421 555 3090", "Hotline") -> "Telefon behalten: 0421 555 3090 (Hotline)" """
+    return f"{LABELS.get(kept.kind, kept.kind)} behalten: {kept.value} ({kept.reason})"
 
 
 # -- masking ---------------------------------------------------------------------------------------
@@ -335,6 +481,10 @@ def normalise(kind, value):
         if m:
             month = int(m.group("m")) if m.group("m") else MONTHS.get(m.group("mname").lower(), 0)
             return f"{m.group('y')}-{month:02d}-{int(m.group('d')):02d}"
+    if kind in ("ADRESSE", "HANDELSREGISTER", "STEUERNUMMER", "UST-ID"):
+        return addresses.normalise(kind, value)
+    if kind == "NAME":
+        return " ".join(value.replace(",", " ").split()).upper()
     return _compact(value).upper()
 
 
@@ -342,54 +492,87 @@ class Masker:
     """Placeholders for one answer: the same value always gets the same "[KIND n]".
 
     Example: m = Masker(); m.mask("030 23125123 oder +49 30 23125123") -> "[TELEFON 1] oder [TELEFON 1]"
-    Masker(active=False).mask(text) returns text unchanged (modes flag and off).
+    m.mask("Frau Weber …"), then m.mask("… schrieb Weber") -> "… schrieb [NAME 1]" (known values come back).
+    Masker(active=False).mask(text) returns text unchanged (modes flag and off). kinds and keep as
+    in scan; kept collects the values left readable (Kept), each once, in the order met.
     """
 
-    def __init__(self, active=True):
-        self.active, self.numbers = active, {}  # (kind, normalised value) -> n
+    def __init__(self, active=True, kinds=None, keep=()):
+        self.active, self.kinds, self.keep = active, kinds, keep
+        self.numbers = {}  # (kind, normalised value) -> n
+        self.words = {}  # a surname or first name of a masked NAME, upper case -> n
+        self.known = {}  # value or name word as written -> placeholder (masked again wherever it comes back)
+        self.kept = []
+
+    def find(self, text):
+        matches, kept = scan(text, self.kinds, self.keep)
+        self.kept += [k for k in dict.fromkeys(kept) if k not in self.kept]
+        return matches
 
     def placeholder(self, kind, value):
         key = (kind, normalise(kind, value))
         if key not in self.numbers:
-            self.numbers[key] = sum(1 for k, _ in self.numbers if k == kind) + 1
-        return f"[{kind} {self.numbers[key]}]"
+            parts = [w for w in key[1].split() if len(w) > 2 and not w.endswith(".") and w.lower() not in names.PARTICLES]
+            linked = [self.words[w] for w in parts if kind == "NAME" and w in self.words]
+            self.numbers[key] = linked[-1] if linked else len({n for (k, _), n in self.numbers.items() if k == kind}) + 1
+            if kind == "NAME":
+                for w in parts:
+                    self.words.setdefault(w, self.numbers[key])
+        placeholder = f"[{kind} {self.numbers[key]}]"
+        self.known[value] = placeholder
+        if kind == "NAME":
+            for w in re.split(r"[\s,]+", value):
+                if len(w) > 2 and not w.endswith(".") and w.lower() not in names.PARTICLES:
+                    self.known.setdefault(w, placeholder)
+        return placeholder
 
     def mask(self, text):
         if not self.active or not text:
             return text
         return mask(text, self)
 
+    def mask_known(self, text):
+        """Mask values met before wherever they stand alone again (a name word not after an article)."""
+        for value in sorted(self.known, key=len, reverse=True):
+            pattern = r"(?<![\w@.+-])" + re.escape(value) + r"(?![\w@-])"
+            text = re.sub(pattern, lambda m: m.group() if names.AFTER_ARTICLE.search(text[max(0, m.start() - 8):m.start()])
+                          and " " not in value else self.known[value], text)
+        return text
+
 
 def mask(text, table=None):
     """`text` with every value replaced by its placeholder from `table` (a Masker; new one if None)."""
     table = Masker() if table is None else table
     out, last = [], 0
-    for m in find(text):
+    for m in table.find(text):
         out += [text[last:m.start], table.placeholder(m.kind, m.value)]
         last = m.end
-    return "".join(out) + text[last:]
+    return table.mask_known("".join(out) + text[last:])
 
 
 # -- ask time --------------------------------------------------------------------------------------
-def flags(text):
+def flags(text, table=None):
     """Source flags for flag mode. Example: flags("Tel. 030 23125123") -> [{"rule": "pii:telefon", "match": "1×"}]"""
-    return [{"rule": f"pii:{kind.lower()}", "match": f"{n}×"} for kind, n in counts(text).items()]
+    found = (table or Masker()).find(text)
+    kinds = sorted(Counter(m.kind for m in found).items(), key=lambda kv: KINDS.index(kv[0]))
+    return [{"rule": f"pii:{kind.lower()}", "match": f"{n}×"} for kind, n in kinds]
 
 
-def protect(question, sources, mode):
+def protect(question, sources, mode, kinds=None, keep=()):
     """(question, sources, masker) as the prompt, the output and the audit log may show them.
 
     mask: copies of the sources with content, heading and flag texts masked, the question masked,
           all with one Masker (so "[IBAN 1]" means one value everywhere); mask the answer with it too.
     flag: the text as it is; sources with personal data get flags such as "pii:iban".
     off:  everything unchanged. The objects passed in are never changed.
+    kinds, keep: see scan; masker.kept lists what stayed readable (mask and flag).
     """
     if mode == "off":
         return question, list(sources), Masker(active=False)
+    masker = Masker(active=mode == "mask", kinds=kinds, keep=keep)
     if mode == "flag":
-        return question, [dataclasses.replace(s, flags=s.flags + flags(s.heading + "\n" + s.content))
-                          for s in sources], Masker(active=False)
-    masker = Masker()
+        return question, [dataclasses.replace(s, flags=s.flags + flags(s.heading + "\n" + s.content, masker))
+                          for s in sources], masker
     question = masker.mask(question)  # first: the question's values get the low numbers
     shown = [dataclasses.replace(s, content=masker.mask(s.content), heading=masker.mask(s.heading),
                                  flags=[{**f, "match": masker.mask(f["match"])} for f in s.flags])

@@ -1,0 +1,336 @@
+"""Person names in German text, found by their context: rules, no model (rag/privacy.py masks them).
+
+    find("Bitte an Herrn Dr. Thomas Müller wenden.")  -> [Match("NAME", 22, 35, "Thomas Müller")]
+    find("Ansprechpartnerin: Frau Weber")               -> [Match("NAME", 24, 29, "Weber")]
+    find("Mit freundlichen Grüßen\\nKatrin Focke")       -> [Match("NAME", 24, 36, "Katrin Focke")]
+    find("Die Hauptstraße ist gesperrt.")              -> []
+
+The value is the name as written, without salutation, title or role word. Contexts:
+  salutation  Herr/Herrn/Frau/Hr./Fr. and titles (Dr., Prof., Dipl.-Ing. …), also after "Hallo", "Liebe"
+  first name  a first name from data/vornamen.txt (Faker, MIT) followed by a surname: "Frank Jessen"
+  role word   Ansprechpartner(in), zuständig, Mitarbeiter(in), Kontakt, Vertretung, IT-Leiter, …beauftragte
+  signature   "Mit freundlichen Grüßen", "Viele Grüße", "i. A.", "gez." and the name after it
+  field       "Name:", "Vorname:", "Nachname:", "Name, Vorname: Mustermann, Max"
+  table       cells of a column titled Name, Ansprechpartner(in), Mitarbeiter(in), Kontakt, Vertretung …
+  repeat      a surname or first name found by one of the above, again elsewhere in the text
+A name is one to three capitalised words (hyphens, apostrophes and accents allowed, particles
+such as "von der" before the surname); a second word is taken only after a listed first name or
+in a strong context (salutation, field, table, signature, role word with a colon). Words that are
+German nouns by their ending (-ung, -heit, -schaft …) or by STOP_WORDS never count as a name, nor
+do names followed by a legal form or an institution ("Robert Bosch GmbH", "Max-Planck-Institut").
+
+Does not handle: names without any of these contexts and without a listed first name ("Jolanda
+schreibt …"), names in lower case or capitals, surnames that are nouns after a dative ("Herrn
+Müller Zugang geben" is cut right only for the nouns in STOP_WORDS), genitives ("Müllers
+Laptop" is missed), nicknames, names split over two lines, names inside e-mail addresses (that
+is E-MAIL), and two persons with the same surname (a bare "Weber" then takes the first one's
+placeholder).
+"""
+import re
+from collections import namedtuple
+from functools import lru_cache
+from pathlib import Path
+
+Match = namedtuple("Match", "kind start end value")  # the same shape as rag/privacy.py's
+
+DATA = Path(__file__).resolve().parent / "data" / "vornamen.txt"
+MAX_WORDS = 3  # name words in one name (first names + surname); particles do not count
+SALUTATIONS = {"herr", "herrn", "frau", "hr.", "fr.", "hrn.", "frl."}
+TITLES = {"dr.", "prof.", "professor", "professorin", "dipl.-ing.", "dipl.-kfm.", "dipl.-kff.", "dipl.-inf.",
+          "dipl.-kauffrau", "dipl.-kaufmann", "dipl.", "ing.", "mag.", "med.", "rer.", "nat.", "pol.", "jur.",
+          "phil.", "dr.-ing.", "dr.med.", "h.c.", "b.sc.", "m.sc.", "mba", "ll.m.", "kollege", "kollegin",
+          "doktor", "rechtsanwalt", "rechtsanwältin", "ra", "notar", "notarin", "pfarrer", "pfarrerin"}
+OPENERS = {"hallo", "hi", "hey", "liebe", "lieber", "moin", "servus", "sehr geehrte", "sehr geehrter"}
+PARTICLES = {"von", "van", "de", "der", "den", "du", "zu", "zur", "vom", "ten", "ter", "di", "da", "del", "della",
+             "dos", "le", "la", "af", "al", "el", "bin", "ibn"}  # "Ursula von der Leyen"
+ROLE_WORDS = re.compile(r"""(?ix)
+    (?:ansprech|kontakt)(?:partner|partnerin|person)(?:s|in)? | kontakt | zuständig(?:e[rn]?)? | verantwortlich(?:e[rn]?)?
+  | (?:sach)?bearbeiter(?:in)? | mitarbeit(?:er|erin|ende[rn]?) | kolleg(?:e|in) | vertret(?:ung|er|erin)
+  | [\w-]*leiter(?:in)? | [\w-]*leitung | [\w-]*beauftragte[rn]? | [\w-]*führer(?:in)? | [\w-]*manager(?:in)?
+  | inhaber(?:in)? | vorstand | vorsitzende[rn]? | assistent(?:in)? | techniker(?:in)? | administrator(?:in)?
+  | berater(?:in)? | referent(?:in)? | koordinator(?:in)? | disponent(?:in)? | fahrer(?:in)? | auszubildende[rn]?
+  | azubi | praktikant(?:in)? | werkstudent(?:in)? | absender(?:in)? | empfänger(?:in)? | verfasser(?:in)?
+  | autor(?:in)? | vorgesetzte[rn]? | chef(?:in)? | teilnehmer(?:in)? | antragsteller(?:in)? | bewerber(?:in)?
+  | erstellt\ von | geändert\ von | vertreten\ durch | i\.\ ?a\. | i\.\ ?v\. | ppa\. | gez\.""")
+GREETINGS = re.compile(r"""(?ix)(?<![\w-])(?:
+    (?:mit\ )?(?:freundlichen|besten|herzlichen|lieben|schönen|sonnigen|kollegialen|vielen)\ grüßen
+  | (?:freundliche|beste|herzliche|liebe|schöne|viele|sonnige)\ grüße | viele\ grüsse | mit\ freundlichen\ gr(?:ü|ue)ssen
+  | mfg | lg | vg | gruß | grüße | best\ regards | kind\ regards | regards | cheers)(?![\w-])""")
+FIELD_LABELS = re.compile(r"""(?x)(?<![\w-])(?:(?:Vor|Nach|Familien|Geburts|Anzeige|Kontakt|Mitarbeiter)?[Nn]ame
+    (?:\ (?:des|der|von)\ [\wäöüÄÖÜß]+)? (?P<reverse>\s*,\s*Vorname)? | Mitarbeiter(?:in)? | Teilnehmer(?:in)?
+    | Antragsteller(?:in)?)\s*:[ \t]*""")
+NAME_COLUMNS = re.compile(r"(?i)^(?:name|vorname|nachname|vor- und nachname|name, vorname|ansprechpartner(?:in)?|"
+                          r"ansprechperson|kontakt(?:person)?|mitarbeiter(?:in)?|mitarbeitende|person|verantwortlich|"
+                          r"verantwortliche[r]?|zuständig|zuständige[r]?|vertretung|bearbeiter(?:in)?|"
+                          r"sachbearbeiter(?:in)?|teilnehmer(?:in)?|teilnehmende|empfänger(?:in)?|inhaber(?:in)?)$")
+NOUN_ENDINGS = ("ung", "heit", "keit", "schaft", "tion", "sion", "ität", "nis", "ment", "ismus", "tum", "ik", "ie",
+                "ei", "eur", "ieren", "system", "systeme", "technik", "logistik", "service", "team", "gruppe",
+                "zentrum", "center", "dienst", "amt", "werk", "daten", "netz", "portal", "konto", "vertrag",
+                "programm", "ware", "gerät", "geräte", "anlage", "liste", "nummer", "adresse", "straße", "zeit",
+                "stelle", "büro", "raum", "haus", "institut", "schule", "straße", "preis")  # a word ending so is a German noun, not a name
+STOP_WORDS = set("""
+    der die das dem den des ein eine einer einem einen und oder aber auch nur noch schon bitte danke bei mit von
+    für über unter nach vor seit ab an am im in zum zur aus auf bis ist sind war hat haben wird werden kann soll
+    muss darf sie er es wir ihr ich du uns unser unsere ihre ihr sein seine dieser diese dieses jeder jede alle
+    kein keine wie wer was wo wann warum welche welcher hier dort dann heute morgen gestern ja nein nicht sehr
+    sehr geehrte geehrter geehrten liebe lieber hallo guten tag gruß grüße grüßen dank vielen freundlichen
+    team abteilung vertrieb einkauf buchhaltung personal personalabteilung geschäftsführung zentrale hotline
+    service support helpdesk kundenservice kundendienst empfang sekretariat verwaltung disposition lager
+    it edv firma unternehmen kunde kunden kundin gast gäste alle allen kollegen kolleginnen mitarbeitende
+    mitarbeiter mitarbeiterin herr herrn frau frauen damen herren person personen leute mensch menschen
+    montag dienstag mittwoch donnerstag freitag samstag sonntag januar februar märz april mai juni juli
+    august september oktober november dezember jahr monat woche stunde minute uhr anfang ende mitte
+    bescheid zugriff zugang rechte info infos feedback urlaub termin auskunft hilfe mail post laptop
+    telefon handy mobil fax durchwahl nummer tel ansprechpartner ansprechpartnerin kontakt name vorname
+    nachname leitung chef chefin vertretung urlaubsvertretung rufbereitschaft bereitschaft schichtleitung
+    ihnen euch wiki seite kapitel abschnitt anlage anhang siehe ticket server drucker netzwerk vpn
+    gmbh ag kg ohg ug se mbh ev gbr kgaa ltd inc co stiftung institut schule universität hochschule klinik
+    klinikum krankenhaus preis verlag bank sparkasse versicherung verein gemeinde stadt land bund
+    straße str weg allee platz gasse ring damm führungskraft fachkraft lehrkraft aushilfe key-user
+    unterlagen bericht antwort nachricht rückmeldung vollmacht schlüssel ausweis karte dokumente formular
+    rechnung zeit glückwünsche
+""".split())
+AFTER_NOT_PERSON = re.compile(r"(?:\s+[A-ZÄÖÜ][\w&.-]*){0,2}?\s*(?:&|\+|GmbH|AG\b|KG\b|OHG\b|SE\b|UG\b|e\.\s?V\.|mbH|"
+                              r"Stiftung|Institut|Straße|Str\.|Weg\b|Allee|Platz|Ring\b|Schule|Gymnasium|Universität|"
+                              r"Klinik|Preis|Haus\b|Verlag|Bank\b|Werke?\b)")  # "Robert Bosch GmbH", "Müller Logistik GmbH"
+BEFORE_NOT_PERSON = re.compile(r"(?i)(?:\bfirma|\bfa\.|\bmarke|\bprodukt|\bmodell|\btyp)\s*$")
+AFTER_ARTICLE = re.compile(r"(?i)\b(?:der|die|das|dem|den|des|ein|eine|einen|einem|im|am|vom|zum|zur|beim|ins|ans)\s+$")
+TOKEN = re.compile(r"[^\W\d_]+(?:[-'’.][^\W\d_]+)*\.?|\d+|\n|[^\w\s]")
+
+
+@lru_cache(maxsize=1)
+def first_names():
+    """The shipped first-name list (data/vornamen.txt): {"Anna", "Thomas", …}."""
+    lines = DATA.read_text(encoding="utf-8").splitlines()
+    return frozenset(line.strip() for line in lines if line.strip() and not line.startswith("#"))
+
+
+# -- words -----------------------------------------------------------------------------------------
+def is_first_name(word):
+    """Example: "Anna-Lena" -> True (each part listed), "Müller" -> False"""
+    return all(part in first_names() for part in word.split("-"))
+
+
+def looks_like_name(word):
+    """A capitalised word that may be a name: "Müller-Lüdenscheidt", "O'Brien", "José" -> True; "IT", "Team" -> False"""
+    parts = re.split(r"[-'’]", word)
+    if len(word) < 2 or not all(p.isalpha() for p in parts if p) or word.lower() in STOP_WORDS:
+        return False
+    return all(p[:1].isupper() and (len(p) == 1 or not p[1:].isupper()) for p in parts if p)
+
+
+def is_noun(word):
+    """A German noun by its ending or a stop word. Example: "Buchhaltung" -> True, "Hollander" -> False"""
+    low = word.lower()
+    return low in STOP_WORDS or (not is_first_name(word) and len(low) > 4 and low.endswith(NOUN_ENDINGS))
+
+
+def initial(word):
+    """Example: "A." -> True (an initial in "A. Weber"), "Am" -> False"""
+    return len(word) == 2 and word[0].isupper() and word[1] == "."
+
+
+# -- name phrases ----------------------------------------------------------------------------------
+def tokens(text):
+    """[(start, end, text)] of words (with a trailing dot), numbers, line breaks and punctuation."""
+    return [(m.start(), m.end(), m.group()) for m in TOKEN.finditer(text)]
+
+
+def skip_titles(toks, i):
+    """Index after salutations and titles at toks[i]. Example: "Herr Dr. med. Müller" -> index of "Müller" """
+    while i < len(toks) and (toks[i][2].lower() in SALUTATIONS or toks[i][2].lower() in TITLES):
+        i += 1
+    return i
+
+
+def phrase(text, toks, i, strong):
+    """(start, end) of the name starting at toks[i], or None.
+
+    strong: the context says a name follows (salutation, field, table, signature, role word with a
+    colon); then a second word is taken even after a first word that is no listed first name.
+    Example: ("Frank Jessen, Service-Manager", i=0, strong=False) -> (0, 12)
+    """
+    start = end = None
+    words, last_first, pending, j = 0, False, False, i  # last_first: a surname may follow; pending: particles
+    while j < len(toks) and words < MAX_WORDS:
+        s, e, raw = toks[j]
+        if j > i and "\n" in text[toks[j - 1][1]:s]:
+            break  # a name never spans two lines
+        if raw.lower() in PARTICLES and not pending and (last_first or start is None and strong):
+            k = j
+            while k < len(toks) and toks[k][2].lower() in PARTICLES:
+                k += 1
+            if k < len(toks) and looks_like_name(toks[k][2].rstrip(".")) and not is_noun(toks[k][2].rstrip(".")):
+                start, pending, j = s if start is None else start, True, k  # "Ursula von der Leyen"
+                continue
+            break
+        if initial(raw):
+            if start is not None and not last_first:
+                break
+            start, end, last_first, j = s if start is None else start, e, True, j + 1  # "A. Weber"
+            continue
+        word = raw.rstrip(".")
+        if not looks_like_name(word) or is_noun(word):
+            break
+        if words and not (last_first or pending or strong and words == 1):
+            break
+        start, end, words, j = s if start is None else start, s + len(word), words + 1, j + 1
+        if pending or raw.endswith("."):
+            break  # the surname after its particles; a full stop ends the sentence
+        last_first = is_first_name(word)
+    if start is None or words == 0:
+        return None
+    if AFTER_NOT_PERSON.match(text, end) or BEFORE_NOT_PERSON.search(text[max(0, start - 12):start]):
+        return None
+    return start, end
+
+
+# -- the contexts ----------------------------------------------------------------------------------
+def after_salutations(text, toks):
+    """Names after Herr/Frau/Dr./Prof. and after openers ("Hallo Anna")."""
+    for i, (s, e, raw) in enumerate(toks):
+        low = raw.lower()
+        if low in SALUTATIONS or low in ("dr.", "prof.", "dipl.-ing.", "mag."):
+            if i and toks[i - 1][2].lower() in SALUTATIONS | TITLES:
+                continue  # inside a run of titles: the first one already looked
+            j = skip_titles(toks, i)
+            if j < len(toks) and "\n" not in text[e:toks[j][0]]:
+                span = phrase(text, toks, j, strong=True)
+                if span:
+                    yield span
+        elif low in OPENERS or (low == "geehrte" or low == "geehrter"):
+            j = skip_titles(toks, i + 1)
+            if j < len(toks) and j == i + 1 and is_first_name(toks[j][2].rstrip(".")):
+                span = phrase(text, toks, j, strong=True)
+                if span:
+                    yield span
+
+
+def after_first_names(text, toks):
+    """A listed first name with a surname after it, anywhere: "… mit Frank Jessen abstimmen"."""
+    for i, (s, e, raw) in enumerate(toks):
+        if raw.endswith(".") or not is_first_name(raw) or not looks_like_name(raw):
+            continue
+        if i and is_first_name(toks[i - 1][2]) and "\n" not in text[toks[i - 1][1]:s]:
+            continue  # the previous first name starts this name
+        span = phrase(text, toks, i, strong=False)
+        if span and " " in text[span[0]:span[1]].strip():
+            yield span
+
+
+def after_roles(text, toks):
+    """Names after role words: "Ansprechpartnerin: Jolanda Krüger", "IT-Leiter Jens Hollander"."""
+    for m in ROLE_WORDS.finditer(text):
+        if not (m.start() == 0 or not text[m.start() - 1].isalnum()) or (m.end() < len(text) and text[m.end()].isalnum()):
+            continue
+        rest = re.match(r"[ \t]*(?P<colon>[:–-])?[ \t]*(?:(?:ist|sind|war|wird|bleibt|bleiben)[ \t]+)?", text[m.end():])
+        i = next((k for k, t in enumerate(toks) if t[0] >= m.end() + rest.end()), len(toks))
+        j = skip_titles(toks, i)
+        if j >= len(toks) or "\n" in text[m.end():toks[j][0]]:
+            continue
+        strong = bool(rest.group("colon")) or j > i
+        span = phrase(text, toks, j, strong=strong)
+        if span and (strong or " " in text[span[0]:span[1]]):
+            yield span
+
+
+def after_greetings(text, toks):
+    """The name under or after a closing: "Mit freundlichen Grüßen\\nKatrin Focke", "Viele Grüße, Anna".
+
+    A short closing ("LG", "Gruß") needs a comma or a line break before the name ("LG Monitor" is a screen).
+    """
+    for m in GREETINGS.finditer(text):
+        rest = re.match(r"[ \t]*(?P<sep>[,!.]?)[ \t]*(?:aus[ \t]+\w+[ \t]*)?(?P<nl>\n?)[ \t]*\n?[ \t]*"
+                        r"(?:(?:i\.[ \t]?A\.|i\.[ \t]?V\.|ppa\.|gez\.|Ihr|Ihre|Dein|Deine|Euer|Eure)[ \t]+)?", text[m.end():])
+        if " " not in m.group() and not (rest.group("sep") == "," or rest.group("nl")):
+            continue
+        i = next((k for k, t in enumerate(toks) if t[0] >= m.end() + rest.end()), len(toks))
+        j = skip_titles(toks, i)
+        span = phrase(text, toks, j, strong=True) if j < len(toks) else None
+        if span and (" " in text[span[0]:span[1]] or is_first_name(text[span[0]:span[1]])):
+            if not re.match(r"[ \t]*(?:GmbH|AG\b|KG\b|Team\b)", text[span[1]:]):
+                yield span
+
+
+def in_fields(text, toks):
+    """Values of "Name:", "Vorname:", "Nachname:" fields; "Name, Vorname: Mustermann, Max" is one name."""
+    for m in FIELD_LABELS.finditer(text):
+        i = next((k for k, t in enumerate(toks) if t[0] >= m.end()), len(toks))
+        j = skip_titles(toks, i)
+        if j >= len(toks) or "\n" in text[m.end():toks[j][0]]:
+            continue
+        span = phrase(text, toks, j, strong=True)
+        if not span:
+            continue
+        comma = re.match(r",[ \t]*", text[span[1]:])  # "Mustermann, Max"
+        if comma:
+            k = next((n for n, t in enumerate(toks) if t[0] >= span[1] + comma.end()), len(toks))
+            second = phrase(text, toks, k, strong=True) if k < len(toks) else None
+            if second and (m.group("reverse") or is_first_name(text[second[0]:second[1]].split()[0])):
+                span = (span[0], second[1])
+        yield span
+
+
+def in_tables(text, toks):
+    """Cells of table columns titled Name, Ansprechpartner(in), Kontakt, … (Markdown or "a | b" rows)."""
+    columns, offset = None, 0
+    for line in text.split("\n"):
+        cells = table_cells(line, offset)
+        offset += len(line) + 1
+        if len(cells) < 2:
+            columns = None
+            continue
+        texts = [cell.strip() for _, _, cell in cells]
+        if all(re.fullmatch(r":?-{2,}:?", t) for t in texts if t):
+            continue  # the |---|---| line
+        if columns is None:
+            columns = {n for n, t in enumerate(texts) if NAME_COLUMNS.match(t.rstrip(":").strip())}
+            continue
+        for n in sorted(columns):
+            if n < len(cells):
+                start, end, cell = cells[n]
+                cell_toks = [(s + start, e + start, t) for s, e, t in tokens(cell)]
+                j = skip_titles(cell_toks, 0)
+                span = phrase(text, cell_toks, j, strong=True) if j < len(cell_toks) else None
+                if span and re.fullmatch(r"(?:[\s,;(–-].*)?", text[span[1]:end], re.S) and (
+                        j > 0 or " " in text[span[0]:span[1]] or is_first_name(text[span[0]:span[1]])):
+                    yield span  # one word alone only with a salutation or as a listed first name ("Clients" is a VLAN)
+
+
+def table_cells(line, offset):
+    """[(start, end, text)] of the cells of a table line ("| a | b |" or "a | b"), offsets in the whole text."""
+    if line.count("|") < 1:
+        return []
+    cells, pos = [], 0
+    parts = line.split("|")
+    for n, part in enumerate(parts):
+        if not ((n == 0 or n == len(parts) - 1) and not part.strip()):
+            cells.append((offset + pos, offset + pos + len(part), part))
+        pos += len(part) + 1
+    return cells
+
+
+CONTEXTS = (after_salutations, after_first_names, after_roles, after_greetings, in_fields, in_tables)
+
+
+def find(text):
+    """All person names in `text`: [Match("NAME", start, end, value)], sorted, never overlapping.
+
+    Longer spans win over shorter ones inside them; then every surname or listed first name found
+    is looked for again as a whole word ("Frau Weber … Weber bestätigte"), except after an article
+    or preposition ("im Keller" is no Frau Keller).
+    """
+    toks = tokens(text)
+    spans = {span for context in CONTEXTS for span in context(text, toks)}
+    kept = []
+    for s, e in sorted(spans, key=lambda se: (-(se[1] - se[0]), se[0])):
+        if all(e <= ks or s >= ke for ks, ke in kept):
+            kept.append((s, e))
+    words = {w for s, e in kept for w in re.split(r"[\s,]+", text[s:e])
+             if len(w) > 2 and not initial(w) and w.lower() not in PARTICLES}
+    for w in sorted(words):
+        for m in re.finditer(r"(?<![\w-])" + re.escape(w) + r"(?![\w-])", text):
+            if all(m.end() <= ks or m.start() >= ke for ks, ke in kept) and not AFTER_ARTICLE.search(
+                    text[max(0, m.start() - 8):m.start()]):
+                kept.append((m.start(), m.end()))
+    return [Match("NAME", s, e, text[s:e]) for s, e in sorted(kept)]
