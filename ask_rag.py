@@ -49,6 +49,8 @@ def print_explain(result, out):
         print(f"Belege zu schwach: {result.weak_reason}", file=out)
     if result.query_prefix is not None:
         print(f'Präfix:    "{result.query_prefix}" (vor der Frage, nur fürs Embedding)', file=out)
+    for kept in result.pii_kept:  # business contacts and RAG_PII_KEEP values (rag/privacy.py)
+        print(privacy.describe_kept(kept), file=out)
 
 
 def print_context(sources, out):
@@ -129,7 +131,7 @@ def parse_args(argv=None):
         description="Beantwortet eine Frage aus dem Wiki-Index mit llama-server (RAG ohne Magie).",
         epilog="Umgebungsvariablen: RAG_DB, LLAMA_EMBEDDING, RAG_EMBED_MODEL, LLAMA_SERVER_URL, RAG_TOP_K, "
                "RAG_EMBED_VIA, RAG_EMBED_URL, RAG_EMBED_MODEL_NAME, RAG_API_KEY, RAG_LLM_MODEL_NAME, "
-               "RAG_MODE, RAG_VECTOR_WEIGHT, RAG_FLOOR_COSINE, RAG_AUDIT, RAG_PII, RAG_UNDER.")
+               "RAG_MODE, RAG_VECTOR_WEIGHT, RAG_FLOOR_COSINE, RAG_AUDIT, RAG_PII, RAG_PII_KINDS, RAG_PII_KEEP, RAG_UNDER.")
     parser.add_argument("question", nargs="?", help="die Frage (in Anführungszeichen)")
     parser.add_argument("--db", default=config.env_str("RAG_DB", "knowledge.db"),
                         help="SQLite-Datei des Index (RAG_DB, Standard: knowledge.db)")
@@ -200,13 +202,35 @@ def parse_args(argv=None):
                         help="personenbezogene Daten (IBAN, Telefon, Steuer-ID …) in Prompt, Ausgabe und Audit-Log: "
                              "mask ersetzt sie durch [IBAN 1] usw. (Standard), flag markiert die Quellen, off "
                              "(RAG_PII; rag/privacy.py)")
-    args = parser.parse_args(argv)
+    parser.add_argument("--pii-kinds", default=os.environ.get("RAG_PII_KINDS", ""), metavar="ARTEN",
+                        help="welche Arten maskiert werden: \"-ADRESSE,-PLZ-ORT\" alle außer diesen, "
+                             "\"IBAN,TELEFON,NAME\" nur diese (RAG_PII_KINDS; Standard: alle: "
+                             + ", ".join(privacy.KINDS) + ")")
+    parser.add_argument("--pii-keep", default=os.environ.get("RAG_PII_KEEP", ""), metavar="WERTE",
+                        help="Werte oder Muster, die lesbar bleiben, durch Kommas getrennt, z. B. \"040 66969*,"
+                             "NAME:Henrik Lorenzen\" (RAG_PII_KEEP; --explain zeigt, was behalten wurde)")
+    args = parser.parse_args(joined_kinds(sys.argv[1:] if argv is None else argv))
     args.server = args.server.rstrip("/").removesuffix("/v1")  # an OpenAI base URL (…/v1) works too
     if args.pii not in privacy.MODES:
         fail(f"--pii/RAG_PII={args.pii!r} gibt es nicht – mask, flag oder off angeben", 2)
+    try:
+        args.pii_kinds, args.pii_keep = privacy.parse_kinds(args.pii_kinds), tuple(privacy.parse_keep(args.pii_keep))
+    except ValueError as exc:
+        fail(f"--pii-kinds/RAG_PII_KINDS: {exc} – z. B. -ADRESSE,-PLZ-ORT oder IBAN,TELEFON,NAME", 2)
     if args.top_k < 1 or args.max_per_file < 1:
         fail("--top-k und --max-per-file müssen mindestens 1 sein", 2)
     return args
+
+
+def joined_kinds(argv):
+    """argparse takes "-ADRESSE" for an option: ["--pii-kinds", "-ADRESSE"] -> ["--pii-kinds=-ADRESSE"]"""
+    out = []
+    for arg in argv:
+        if out and out[-1] == "--pii-kinds" and arg.startswith("-") and not arg.startswith("--"):
+            out[-1] = f"--pii-kinds={arg}"
+        else:
+            out.append(arg)
+    return out
 
 
 def settings_from(args):

@@ -393,15 +393,22 @@ def report_flags(conn, paths):
                 print(f"Markiert: {path} › {heading}: {flag['rule']} „{flag['match']}“", file=sys.stderr)
 
 
+def pii_settings():
+    """(kinds, keep) from RAG_PII_KINDS and RAG_PII_KEEP, as ask_rag.py masks them (ValueError: bad kind)."""
+    return (privacy.parse_kinds(os.environ.get("RAG_PII_KINDS")),
+            privacy.parse_keep(os.environ.get("RAG_PII_KEEP")))
+
+
 def report_pii(conn, paths):
     """One stderr line per page of this run with personal data: counts per kind, never the values.
 
     Example: "Personenbezogene Daten: hr-it/x.md: 2 IBAN, 1 TELEFON" (the index keeps the text as
-    it is; ask_rag.py masks it at ask time, see rag/privacy.py)
+    it is; ask_rag.py masks it at ask time, see rag/privacy.py; RAG_PII_KINDS/RAG_PII_KEEP apply)
     """
+    kinds, keep = pii_settings()
     for path in sorted(paths):
         rows = conn.execute("SELECT content FROM docs WHERE path = ? ORDER BY chunk_index", (path,))
-        found = privacy.describe(privacy.counts("\n\n".join(content for (content,) in rows)))
+        found = privacy.describe(privacy.counts("\n\n".join(content for (content,) in rows), kinds, keep))
         if found:
             print(f"Personenbezogene Daten: {path}: {found}", file=sys.stderr)
 
@@ -564,7 +571,8 @@ def main():
         description="Baut den Suchindex (knowledge.db) aus den Seiten des Wikis (Markdown, Text, PDF, HTML, .docx).",
         epilog="Umgebungsvariablen: RAG_WIKI, RAG_DB, LLAMA_EMBEDDING, RAG_EMBED_MODEL, RAG_EMBED_BATCH, "
                "RAG_EMBED_THREADS, RAG_EMBED_TIMEOUT, RAG_EMBED_VIA, RAG_EMBED_URL, RAG_EMBED_MODEL_NAME, "
-               "RAG_API_KEY, RAG_PDFTOTEXT, RAG_CACHE (Ort des Setups).")
+               "RAG_API_KEY, RAG_PDFTOTEXT, RAG_PII_KINDS und RAG_PII_KEEP (für die Meldung personenbezogener Daten), "
+               "RAG_CACHE (Ort des Setups).")
     parser.add_argument("--wiki", default=config.env_str("RAG_WIKI", "wiki"),
                         help="Ordner mit den Seiten (RAG_WIKI, Standard: wiki)")
     parser.add_argument("--db", default=config.env_str("RAG_DB", "knowledge.db"),
@@ -602,6 +610,10 @@ def main():
     args = parser.parse_args()
     if args.batch < 1 or args.max_chars < 100:
         raise SystemExit("Fehler: --batch muss ≥ 1 und --max-chars ≥ 100 sein.")
+    try:
+        pii_settings()
+    except ValueError as exc:
+        raise SystemExit(f"Fehler: RAG_PII_KINDS: {exc} – z. B. -ADRESSE,-PLZ-ORT oder IBAN,TELEFON,NAME")
     try:
         build(args)
     except KeyboardInterrupt:

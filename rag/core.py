@@ -57,6 +57,8 @@ class Settings:
     no_floor: bool = False  # always ask the model
     retrieve_only: bool = False
     pii: str = "mask"  # rag/privacy.py: mask | flag | off
+    pii_kinds: frozenset = None  # the kinds masked (privacy.parse_kinds); None: all
+    pii_keep: tuple = ()  # values and patterns left readable (privacy.parse_keep)
     audit: str = None  # audit log path; None = next to the index; "" = no audit
     under: str = None  # only pages below this folder, e.g. "mail/"
     whole_chunks: bool = False  # the model sees every source whole (as in the post), not the parts that fit
@@ -181,7 +183,9 @@ def retrieve(question, settings, timings, question_kind="fact"):
         if qvec is not None:
             result.query_prefix = embedder.stored_query_prefix(meta, settings.model)
         raw_sources = result.sources  # the audit log hashes the wiki text as it is
-        question, result.sources, masker = privacy.protect(question, result.sources, settings.pii)  # copies
+        question, result.sources, masker = privacy.protect(question, result.sources, settings.pii,  # copies
+                                                           settings.pii_kinds, settings.pii_keep)
+        result.pii_kept = masker.kept
         if settings.pii == "mask":  # the search text for --explain/--json, from the masked question
             result.query_text = " ".join(german.index_text(question, store.load_vocab(conn)).split())
     finally:

@@ -82,6 +82,7 @@ class Retrieval:
     terms: list = field(default_factory=list)  # the question's content words (rag/german.py Term) …
     weights: list = field(default_factory=list)  # … and their IDF weights: rag/context.py scores sentences with them
     vocab: set = field(default_factory=set, repr=False)  # the index's compound vocabulary (rag/german.py)
+    pii_kept: list = field(default_factory=list)  # rag/privacy.py Kept: values left readable (Hotline, RAG_PII_KEEP)
 
 
 # -- vector ----------------------------------------------------------------------------------------

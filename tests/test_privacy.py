@@ -498,3 +498,60 @@ def test_build_index_counts_an_iban_without_printing_it(fake_embedding, small_wi
     assert IBAN not in result.stdout + result.stderr and "DE89370400440532013000" not in result.stdout + result.stderr
     again = run_script("build_index.py", "--wiki", small_wiki, env=fake_embedding)
     assert again.returncode == 0 and again.stderr == ""  # unchanged pages are not reported again
+
+
+CONTACTS = """\
+# Dienstleister
+
+Mailbox-Störungen meldet man unter der Hotline 0421 555 3090. Frau Weber erreicht man unter 030 23125123.
+
+Nordlicht Logistik GmbH, Hafenrandstraße 17, 20457 Hamburg
+"""
+
+
+@pytest.fixture
+def contacts_env(fake_embedding, tmp_path):
+    built = run_script("build_index.py", "--wiki", write_wiki(tmp_path / "wiki", {"kontakte.md": CONTACTS}),
+                       env={**fake_embedding, "RAG_PII_KINDS": "-ADRESSE"})
+    assert built.returncode == 0, built.stderr
+    assert built.stderr.splitlines() == ["Personenbezogene Daten: kontakte.md: 1 TELEFON, 1 NAME, 1 PLZ-ORT"]
+    return fake_embedding
+
+
+def ask_prompt(env, *args):
+    """(prompt, stdout) of one ask_rag.py run against a fake llama-server."""
+    with FakeLlamaServer() as server:
+        result = run_script("ask_rag.py", *ALL, "--explain", *args, "Welche Hotline hat der Dienstleister?",
+                            env={**env, "LLAMA_SERVER_URL": server.url})
+    assert result.returncode == 0, result.stderr
+    return server.completions()[0]["body"]["prompt"], result.stdout
+
+
+def test_the_hotline_stays_readable_and_explain_says_why(contacts_env):
+    prompt, shown = ask_prompt(contacts_env)
+    assert "Hotline 0421 555 3090" in prompt and "030 23125123" not in prompt and "Weber" not in prompt
+    assert "Frau [NAME 1] erreicht man unter [TELEFON 1]" in prompt
+    assert "[ADRESSE 1], [PLZ-ORT 1]" in prompt
+    assert "Telefon behalten: 0421 555 3090 (Hotline)" in shown.splitlines()
+
+
+@pytest.mark.parametrize("how", ["flag", "variable"])
+def test_kinds_switched_off_stay_readable(contacts_env, how):
+    args, env = (["--pii-kinds", "-ADRESSE,-PLZ-ORT"], contacts_env) if how == "flag" else \
+        ([], {**contacts_env, "RAG_PII_KINDS": "-adresse, -plz-ort"})
+    prompt, _ = ask_prompt(env, *args)
+    assert "Hafenrandstraße 17, 20457 Hamburg" in prompt and "Frau [NAME 1]" in prompt
+
+
+def test_pii_keep_keeps_a_name_and_explain_shows_it(contacts_env):
+    prompt, shown = ask_prompt(contacts_env, "--pii-keep", "NAME:Weber, 030 2312*")
+    assert "Frau Weber erreicht man unter 030 23125123" in prompt
+    assert {"Name behalten: Weber (RAG_PII_KEEP)", "Telefon behalten: 030 23125123 (RAG_PII_KEEP)"} <= set(shown.splitlines())
+
+
+def test_an_unknown_kind_is_one_german_line(contacts_env, small_wiki):
+    asked = run_script("ask_rag.py", "--pii-kinds", "-STRASSE", "Frage?", env=contacts_env)
+    assert asked.returncode == 2
+    assert_one_error_line(asked, "--pii-kinds/RAG_PII_KINDS: unbekannte Art STRASSE – bekannt sind IBAN", "-ADRESSE,-PLZ-ORT")
+    built = run_script("build_index.py", "--wiki", small_wiki, env={**contacts_env, "RAG_PII_KINDS": "NAMEN"})
+    assert_one_error_line(built, "RAG_PII_KINDS: unbekannte Art NAMEN")
