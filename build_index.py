@@ -5,8 +5,11 @@
     python3 build_index.py --rebuild       # from scratch (e.g. after changing the model)
 
 Steps, in the order of the post:
-  1. read     wiki/**/*.md and *.txt, sorted; front matter stripped; PDF, HTML and Word (.docx) pages
-              become Markdown first (rag/formats.py), only when their bytes changed
+  1. read     wiki/**/*.md and *.txt, sorted (suffixes in any case: VERTRAG.PDF); front matter stripped;
+              PDF, HTML and Word (.docx) pages become Markdown first (rag/formats.py), only when their
+              bytes changed; text a reader does not see (HTML comments, hidden elements, Word's
+              hidden runs, zero-width and bidi characters) is dropped with one warning per page
+              (rag/hidden.py), PDF pages without text are named and left out
   2. chunk    at paragraph boundaries up to MAX_CHARS, each chunk under its heading path
   3. embed    many chunks per call: a llama-server --embeddings that this script starts for the
               run (--embed-via spawn), llama-embedding processes as in the post (binary,
@@ -38,7 +41,7 @@ import time
 import unicodedata
 from pathlib import Path
 
-from rag import config, embed_client, embedder, formats, german, privacy, safety, store
+from rag import config, embed_client, embedder, formats, german, hidden, privacy, safety, store
 from rag.server_process import ServerProcess
 
 MAX_CHARS = 1200  # longest chunk in characters (as in the post)
@@ -47,7 +50,7 @@ EMBED_VIA = "auto"  # auto: spawn when llama-server sits next to llama-embedding
 MAX_FILE_BYTES = 5 * 1024 * 1024  # larger files are skipped with a warning
 SUFFIXES = (".md", ".txt") + formats.SUFFIXES  # what counts as a wiki page (.pdf .html .htm .docx: rag/formats.py)
 HEADING_SEP = " › "  # between the parts of a heading path
-CHUNKER = "chunker 2"  # bump when chunking changes: every page is then re-chunked (vectors reused)
+CHUNKER = "chunker 3"  # bump when chunking changes: every page is then re-chunked (vectors reused); 3: invisible characters removed
 
 
 def warn(message):
@@ -75,7 +78,7 @@ def find_pages(wiki):
         seen_dirs.add(real)
         dirs[:] = sorted(d for d in dirs if not d.startswith("."))
         for name in files:
-            if not name.endswith(SUFFIXES) or name.startswith((".", "~$")):  # ~$: Office lock files
+            if not name.lower().endswith(SUFFIXES) or name.startswith((".", "~$")):  # VERTRAG.PDF too; ~$: Office lock files
                 continue
             rel = Path(os.path.relpath(os.path.join(root, name), wiki)).as_posix()
             try:
@@ -127,14 +130,22 @@ def read_page(path, rel):
     return text, hashlib.sha256(data).hexdigest()
 
 
-def convert_page(rel, data, pdftotext, warned):
+def convert_page(rel, data, pdftotext, warned, notes=None):
     """(Markdown of a PDF/HTML/Word page, False), or (None, keep) after one warning naming the file.
 
     keep is True when only the converter is missing (pdftotext): warned once per run, and a page
-    already in the index keeps its chunks. Example: "a.html", b"<h1>A</h1><p>x</p>" -> ("# A\\n\\nx\\n", False)
+    already in the index keeps its chunks. PDF pages without text get one warning naming them;
+    hidden text lands in notes (a formats.Notes) for clean_page's warning.
+    Example: "a.html", b"<h1>A</h1><p>x</p>" -> ("# A\\n\\nx\\n", False)
     """
+    notes = formats.Notes() if notes is None else notes
     try:
-        return formats.to_markdown(rel, data, pdftotext), False
+        text = formats.to_markdown(rel, data, pdftotext, notes)
+        if notes.empty_pages:
+            pages = ", ".join(map(str, notes.empty_pages))
+            warn(f"{rel}: {'Seiten' if len(notes.empty_pages) > 1 else 'Seite'} {pages} ohne Text (Scan oder Bild) "
+                 f"– nicht indexiert, OCR nötig (z. B. ocrmypdf); die übrigen Seiten sind im Index")
+        return text, False
     except formats.ToolMissing as exc:
         if str(exc) not in warned:
             warned.add(str(exc))
@@ -143,6 +154,20 @@ def convert_page(rel, data, pdftotext, warned):
     except formats.FormatError as exc:
         warn(f"{rel}: {exc} – übersprungen")
         return None, False
+
+
+def clean_page(rel, text, notes=None):
+    """The page without zero-width and bidi control characters; one warning if it hid anything.
+
+    Example: "a.md", "Pass\\u200bwort" -> "Passwort", warning "a.md: versteckter Text entfernt
+    (1 unsichtbares Zeichen) – Seite trotzdem indexiert" (notes: what the converter dropped, rag/hidden.py)
+    """
+    text, invisible = hidden.strip_invisible(text)
+    found = collections.Counter(notes.hidden if notes is not None else {})
+    found[hidden.INVISIBLE] += invisible
+    if any(found.values()):
+        warn(f"{rel}: versteckter Text entfernt ({hidden.describe(found)}) – Seite trotzdem indexiert")
+    return text
 
 
 FRONT_MATTER = re.compile(r"\A---[ \t]*\n(.*?\n)?(?:---|\.\.\.)[ \t]*(?:\n|\Z)", re.S)
@@ -473,13 +498,14 @@ def build(args):
         if known.get(rel) == page_hash:
             stats["unchanged"] += 1
             continue
+        notes = formats.Notes()  # what a converter left out: hidden text, PDF pages without text
         if formats.is_document(rel):
-            text, keep = convert_page(rel, text, args.pdftotext, warned)
+            text, keep = convert_page(rel, text, args.pdftotext, warned, notes)
             if text is None:
                 if not (keep and rel in known):
                     present.discard(rel)
                 continue
-        chunks = chunk_page(text, args.max_chars)
+        chunks = chunk_page(clean_page(rel, text, notes), args.max_chars)
         if not chunks:
             warn(f"{rel}: enthält keinen Text (leer oder nur Überschriften/Front Matter) – übersprungen")
             present.discard(rel)

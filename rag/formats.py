@@ -22,6 +22,11 @@ no title ("Microsoft Word - v3.docx", "Untitled") is ignored.
 A line of text that would read as Markdown structure ("# …", "```") gets a backslash in front, so
 a document cannot invent headings or code blocks (front matter cannot arise: the H1 comes first).
 
+Text a reader does not see is dropped and counted in notes.hidden (rag/hidden.py): HTML comments,
+elements hidden by CSS or attributes, tiny or white text, Word runs with w:vanish. PDF pages
+without text (fewer than MIN_PAGE_CHARS characters) while other pages have text are left out and
+listed in notes.empty_pages (a scan inside a text PDF needs OCR). The caller warns once per page.
+
 Failures raise FormatError with a short German reason ("verschlüsselt", "kein Textlayer – OCR
 nötig"); a missing pdftotext raises ToolMissing (the caller warns once per run).
 
@@ -29,17 +34,22 @@ Does not handle: OCR of scanned PDFs, headings inside a PDF page (a page is the 
 old .doc/.xls/.ppt files, .odt, password-protected files, HTML character sets other than a declared
 one / UTF-8 / Windows-1252, footnotes, comments and text boxes' position in Word files, images.
 """
+import dataclasses
 import io
 import os
 import re
 import shutil
 import subprocess
+from collections import Counter
+
+from . import hidden
 
 # html, html.parser, zipfile and xml.etree are imported where they are used: a run over Markdown
 # pages only never loads them (5 ms of a 90 ms unchanged run over 1,000 pages, bench/reindex.py).
 
-SUFFIXES = (".pdf", ".html", ".htm", ".docx")  # document formats this module converts
-CONVERTER = "formats 1"  # bump when the conversion changes: every document is then re-converted
+SUFFIXES = (".pdf", ".html", ".htm", ".docx")  # document formats this module converts (any case: VERTRAG.PDF)
+CONVERTER = "formats 2"  # bump when the conversion changes: every document is then re-converted
+MIN_PAGE_CHARS = 20  # a PDF page with fewer non-space characters has no text layer (while others have one)
 MAX_BYTES = 50 * 1024 * 1024  # larger documents are skipped (PDFs with images are often > 5 MB)
 PDFTOTEXT_TIMEOUT = 120  # seconds per PDF
 PDF_INSTALL = "apt-get install poppler-utils"  # named in the warning when pdftotext is missing
@@ -57,6 +67,13 @@ class ToolMissing(FormatError):
     """The external converter (pdftotext) is not installed; str(exc) names the install command."""
 
 
+@dataclasses.dataclass
+class Notes:
+    """What a conversion left out, for the caller's warnings: hidden text by reason, PDF pages without text."""
+    hidden: Counter = dataclasses.field(default_factory=Counter)  # rag/hidden.py reason -> count
+    empty_pages: list = dataclasses.field(default_factory=list)  # 1-based PDF page numbers
+
+
 def is_document(name):
     """Is this file one of the formats converted here? Example: "a/Vertrag.pdf" -> True, "a.md" -> False"""
     return name.lower().endswith(SUFFIXES)
@@ -67,16 +84,20 @@ def default_pdftotext():
     return os.environ.get("RAG_PDFTOTEXT") or shutil.which("pdftotext") or "pdftotext"
 
 
-def to_markdown(name, data, pdftotext=None):
-    """Markdown text of the document `name` (its path, for the suffix and the fallback title) with bytes `data`."""
+def to_markdown(name, data, pdftotext=None, notes=None):
+    """Markdown text of the document `name` (its path, for the suffix and the fallback title) with bytes `data`.
+
+    notes (a Notes, optional) receives what was left out: hidden text and PDF pages without text.
+    """
     suffix = os.path.splitext(name)[1].lower()
     title = os.path.basename(name)
+    notes = Notes() if notes is None else notes
     if suffix == ".pdf":
-        return pdf_to_markdown(data, title, pdftotext or default_pdftotext())
+        return pdf_to_markdown(data, title, pdftotext or default_pdftotext(), notes)
     if suffix in (".html", ".htm"):
-        return html_to_markdown(data, title)
+        return html_to_markdown(data, title, notes)
     if suffix == ".docx":
-        return docx_to_markdown(data, title)
+        return docx_to_markdown(data, title, notes)
     raise ValueError(f"not a document format: {name}")
 
 
@@ -134,17 +155,28 @@ def page_lines(page):
     return [protect(line[margin:]) for line in lines]
 
 
-def pdf_to_markdown(data, title, pdftotext):
-    """PDF bytes -> "# Title\\n\\n## Seite 1\\n\\n…"; FormatError for encrypted, broken or text-less PDFs."""
+def pdf_to_markdown(data, title, pdftotext, notes=None):
+    """PDF bytes -> "# Title\\n\\n## Seite 1\\n\\n…"; FormatError for encrypted, broken or text-less PDFs.
+
+    Pages with fewer than MIN_PAGE_CHARS characters are left out and listed in notes.empty_pages
+    when another page has text ("kein Textlayer" when none has).
+    """
     meta_title, text = run_pdftotext(data, pdftotext)
     pages = text.split("\f")
     if pages and not pages[-1].strip():
         pages.pop()  # pdftotext ends every page with \f
-    if not any(page.strip() for page in pages):
+    silent = [n for n, page in enumerate(pages, 1) if len(re.sub(r"\s", "", page)) < MIN_PAGE_CHARS]
+    if len(silent) == len(pages) and not any(page.strip() for page in pages):
         raise FormatError("kein Textlayer – OCR nötig (z. B. ocrmypdf), dann erneut indexieren")
+    if len(silent) == len(pages):
+        silent = []  # a short PDF that is all short pages: nothing to compare with
+    if notes is not None:
+        notes.empty_pages.extend(silent)
     meta_title = " ".join((meta_title or "").split())
     blocks = [f"# {title if not meta_title or NO_TITLE.search(meta_title) else meta_title}"]
     for number, page in enumerate(pages, 1):
+        if number in silent:
+            continue
         blocks.append(f"## Seite {number}")
         blocks.append(re.sub(r"\n{3,}", "\n\n", "\n".join(page_lines(page)).strip("\n")))
     return join_blocks(blocks)
@@ -167,9 +199,11 @@ VOID_TAGS = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link",
 class MarkdownWriter:
     """Collects Markdown blocks from the events of an html.parser.HTMLParser; see html_to_markdown."""
 
-    def __init__(self):
+    def __init__(self, hidden_counts=None):
         self.blocks, self.lines, self.words = [], [], []  # finished blocks, lines of the open block, open line
-        self.skip = None  # [tag, depth] of the element being dropped
+        self.skip = None  # [tag, depth, hidden reason or None, text seen?] of the element being dropped
+        self.hidden = Counter() if hidden_counts is None else hidden_counts  # rag/hidden.py reason -> count
+        self.backgrounds = []  # [tag, depth] of the innermost open element that paints a background
         self.content_depth = 0  # open <article>/<main>: their header/footer/aside are content
         self.heading = None  # [level, words, confluence title?] while inside h1–h6
         self.lists = []  # one [ordered?, counter] per open ul/ol
@@ -197,18 +231,31 @@ class MarkdownWriter:
             self.lines.clear()
 
     def dropped(self, tag, attrs):
-        """Is this element navigation, chrome or hidden (dropped with everything inside)?"""
+        """Is this element navigation or chrome (dropped with everything inside, silently)?"""
         attrs = dict(attrs)
         names = {attrs.get("id") or ""} | set((attrs.get("class") or "").split())
         return (tag in DROP_TAGS or (tag in PAGE_CHROME_TAGS and not self.content_depth)
-                or (attrs.get("role") or "").lower() in DROP_ROLES or "hidden" in attrs
-                or attrs.get("aria-hidden") == "true" or bool(names & CONFLUENCE_CHROME))
+                or (attrs.get("role") or "").lower() in DROP_ROLES or bool(names & CONFLUENCE_CHROME))
+
+    def hidden_reason(self, attrs):
+        """Why a reader does not see this element (rag/hidden.py), or None: hidden, aria-hidden, inline CSS."""
+        attrs = dict(attrs)
+        if "hidden" in attrs or (attrs.get("aria-hidden") or "").lower() == "true":
+            return hidden.ELEMENT
+        return hidden.css_hidden(attrs.get("style"), dark_background=bool(self.backgrounds))
+
+    def handle_comment(self, data):
+        """A comment is invisible text; counted unless it is an Internet Explorer conditional ("[if …]")."""
+        if data.strip() and not self.skip and not re.match(r"\s*\[(?:if|endif)\b", data):
+            self.hidden[hidden.COMMENT] += 1
 
     # parser callbacks -----------------------------------------------------------------------------
     def handle_starttag(self, tag, attrs):
         if self.skip:
             self.skip[1] += tag == self.skip[0]
             return
+        if self.backgrounds and tag == self.backgrounds[-1][0]:
+            self.backgrounds[-1][1] += 1
         if tag == "title":
             self.in_title = True
         elif tag == "br":
@@ -218,7 +265,9 @@ class MarkdownWriter:
         elif tag in VOID_TAGS or self.pre is not None:
             return  # (a void element has no end tag, so it is never "dropped with everything inside")
         elif self.dropped(tag, attrs):
-            self.skip = [tag, 1]
+            self.skip = [tag, 1, None, False]
+        elif self.hidden_reason(attrs):
+            self.skip = [tag, 1, self.hidden_reason(attrs), False]
         elif tag in HEADINGS:
             self.end_block()
             self.heading = [HEADINGS[tag], [], dict(attrs).get("id") == "title-heading"]
@@ -249,14 +298,22 @@ class MarkdownWriter:
             self.handle_data("`")
         elif tag in BLOCK_TAGS:
             self.end_cell_or_block() if not (self.lists or self.heading) else self.end_line()
+        if not self.skip and tag not in VOID_TAGS and hidden.paints_background(dict(attrs).get("style")):
+            self.backgrounds.append([tag, 1])  # white text inside is readable
 
     def handle_endtag(self, tag):
         if self.skip:
             if tag == self.skip[0]:
                 self.skip[1] -= 1
                 if not self.skip[1]:
+                    if self.skip[2] and self.skip[3]:  # a hidden element with text: counted for the warning
+                        self.hidden[self.skip[2]] += 1
                     self.skip = None
             return
+        if self.backgrounds and tag == self.backgrounds[-1][0]:
+            self.backgrounds[-1][1] -= 1
+            if not self.backgrounds[-1][1]:
+                self.backgrounds.pop()
         if tag == "title":
             self.in_title = False
         elif tag == "pre" and self.pre is not None:
@@ -293,6 +350,7 @@ class MarkdownWriter:
 
     def handle_data(self, data):
         if self.skip:
+            self.skip[3] = self.skip[3] or bool(data.strip())
             return
         if self.in_title:
             self.title.append(data)
@@ -393,17 +451,18 @@ def decode_html(data):
     return data.decode("cp1252", errors="replace")
 
 
-def html_to_markdown(data, title):
-    """HTML bytes -> Markdown; FormatError for binary data.
+def html_to_markdown(data, title, notes=None):
+    """HTML bytes -> Markdown; FormatError for binary data; hidden text counted in notes.hidden.
 
     Example: html_to_markdown(b"<h2>A</h2><p>x</p>", "t.html") -> "# t.html\\n\\n## A\\n\\nx\\n"
     """
     if b"\x00" in data[:8192] and not data.startswith((b"\xff\xfe", b"\xfe\xff")):
         raise FormatError("Binärdaten, keine HTML-Datei – Datei prüfen")
     from html.parser import HTMLParser
-    writer, parser = MarkdownWriter(), HTMLParser(convert_charrefs=True)  # (entities decoded before handle_data)
+    writer = MarkdownWriter(notes.hidden if notes is not None else None)
+    parser = HTMLParser(convert_charrefs=True)  # (entities decoded before handle_data)
     parser.handle_starttag, parser.handle_endtag = writer.handle_starttag, writer.handle_endtag
-    parser.handle_data = writer.handle_data
+    parser.handle_data, parser.handle_comment = writer.handle_data, writer.handle_comment
     parser.feed(decode_html(data).replace("\r\n", "\n").replace("\r", "\n"))
     parser.close()
     return writer.markdown(title)
@@ -487,13 +546,44 @@ def runs(element):
             yield from runs(child)
 
 
-def paragraph_text(paragraph):
-    """Text of a w:p: runs in order (also inside links and insertions), tabs, line breaks; no deletions."""
-    parts = []
+def run_hidden(run):
+    """Why Word does not show this w:r (rag/hidden.py), or None: w:vanish, white colour, a size of 1 pt.
+
+    Example: <w:r><w:rPr><w:vanish/></w:rPr>… -> hidden.WORD
+    """
+    props = run.find(W + "rPr")
+    if props is None:
+        return None
+    vanish = props.find(W + "vanish")
+    if vanish is not None and vanish.get(W + "val", "true").lower() not in ("0", "false", "off"):
+        return hidden.WORD
+    size, colour = props.find(W + "sz"), props.find(W + "color")
+    if size is not None and (size.get(W + "val") or "").isdigit() and hidden.tiny(f"{int(size.get(W + 'val')) / 2}pt"):
+        return hidden.TINY
+    shaded = props.find(W + "shd") is not None or props.find(W + "highlight") is not None
+    if colour is not None and hidden.white("#" + (colour.get(W + "val") or "")) and not shaded:
+        return hidden.WHITE
+    return None
+
+
+def paragraph_text(paragraph, hidden_counts=None):
+    """Text of a w:p: runs in order (also inside links and insertions), tabs, line breaks; no deletions.
+
+    Hidden runs (run_hidden) are left out; each stretch of them with text counts once in hidden_counts.
+    """
+    parts, in_hidden = [], False
     for run in runs(paragraph):
         if run is None:
             parts.append("\n")
             continue
+        reason = run_hidden(run)
+        if reason:
+            text = "".join(t.text or "" for t in run.iter(W + "t"))
+            if text.strip() and not in_hidden and hidden_counts is not None:
+                hidden_counts[reason] += 1
+            in_hidden = in_hidden or bool(text.strip())
+            continue
+        in_hidden = False
         for child in run:
             if child.tag == W + "t":
                 parts.append(child.text or "")
@@ -526,7 +616,7 @@ def numbering_formats(numbering):
     return formats
 
 
-def body_items(element, levels):
+def body_items(element, levels, hidden_counts=None):
     """Paragraphs and tables in document order: ("heading", level, text) / ("para", numPr, text) / ("row", text)."""
     for child in element:
         if child.tag == W + "p":
@@ -537,7 +627,7 @@ def body_items(element, levels):
             level = levels.get(sid, own_level(sid, sid)) if sid else None
             if level is None and outline is not None and int(outline.get(W + "val", "9")) < 6:
                 level = int(outline.get(W + "val")) + 1
-            text = paragraph_text(child)
+            text = paragraph_text(child, hidden_counts)
             if not text:
                 continue
             if level is not None:
@@ -551,16 +641,17 @@ def body_items(element, levels):
                 yield "para", key, text
         elif child.tag == W + "tbl":
             for row in child.findall(W + "tr"):  # a nested table stays inside its cell
-                cells = [" ".join(" ".join(paragraph_text(p).split()) for p in cell.iter(W + "p")).strip()
+                cells = [" ".join(" ".join(paragraph_text(p, hidden_counts).split()) for p in cell.iter(W + "p")).strip()
                          for cell in row.findall(W + "tc")]
                 if any(cells):
                     yield "row", None, " | ".join(cells)
         elif child.tag in (W + "sdt", W + "sdtContent", W + "customXml", W + "smartTag"):
-            yield from body_items(child.find(W + "sdtContent") if child.tag == W + "sdt" else child, levels)
+            yield from body_items(child.find(W + "sdtContent") if child.tag == W + "sdt" else child, levels,
+                                  hidden_counts)
 
 
-def docx_to_markdown(data, title):
-    """Word (.docx) bytes -> Markdown; FormatError for encrypted, non-zip or broken files."""
+def docx_to_markdown(data, title, notes=None):
+    """Word (.docx) bytes -> Markdown; FormatError for encrypted, non-zip or broken files; hidden runs in notes."""
     import zipfile
     if data.startswith(OLE_MAGIC):
         raise FormatError("verschlüsselt (Passwortschutz) oder altes Word-Format – "
@@ -575,7 +666,7 @@ def docx_to_markdown(data, title):
         formats = numbering_formats(read_xml(archive, "word/numbering.xml"))
         core = read_xml(archive, "docProps/core.xml")
     body = document.find(W + "body")
-    items = list(body_items(body, levels)) if body is not None else []
+    items = list(body_items(body, levels, notes.hidden if notes is not None else None)) if body is not None else []
     shift = 1 if any(kind == "heading" and level == 0 for kind, level, _ in items) else 0
     blocks, lines, counters = [], [], {}
     for kind, detail, text in items:
