@@ -14,7 +14,8 @@
                    line end or a full stop, and not a weekday or the like), or any word + number right
                    before a postcode ("Stephanikirchweide 8, 28217 Bremen")
   PLZ-ORT          five digits (01001–99998) + town, when the town is in data/orte.txt, an address or a
-                   legal form stands right before it, or a word such as "PLZ", "Anschrift", "Sitz";
+                   legal form stands right before it, a word such as "PLZ", "Anschrift", "Sitz", or
+                   when postcode and town stand alone between commas or lines ("…, 37434 Gieboldehausen");
                    four digits (Austria, Switzerland) only after "A-"/"CH-" or an address
   HANDELSREGISTER  HRA/HRB + number ("HRB 12345", "HRB-Nr. 12345"); the court is not part of the value
   UST-ID           DE + 9 digits with the ISO 7064 MOD 11,10 check digit (the same as the Steuer-ID's)
@@ -77,7 +78,7 @@ LEGAL_FORM = re.compile(r"(?:GmbH|AG|KG|OHG|SE|UG|e\.\s?V\.|mbH|KGaA|GbR|Co\.\s?
 REGISTER = re.compile(r"(?<![\w-])HR\s?(?P<letter>[AB])(?:\s*-?\s*Nr\.?)?\s*:?\s*(?P<number>\d{1,6})(?![\d,./-]\d)(?!\w)")
 VAT = re.compile(r"(?<![\w-])DE[ ]?(?P<digits>\d{3}[ ]?\d{3}[ ]?\d{3})(?![\w-]|[.,/]\d| \d)")
 TAX_WORDS = re.compile(r"(?i)(?:steuer-?\s?nummer|steuernr\.?|steuer-nr\.?|\bst\.?\s?-?nr\.?|\bstnr\.?)")
-TAX_NUMBER = re.compile(r"(?<![\w/.-])(?:\d{2,3}/\d{3,4}/\d{4,5}|\d{5}/\d{5}|\d{2,3}\ \d{3,4}\ \d{4,5}|\d{10,13})"
+TAX_NUMBER = re.compile(r"(?<![\w/.-])(?:\d{2,4}/\d{3,4}/\d{4,5}|\d{5}/\d{5}|\d{2,3}\ \d{3,4}\ \d{4,5}|\d{10,13})"
                         r"(?![\w/-]|[.,]\d)")
 BIC_WORDS = re.compile(r"(?i)\b(?:bic|swift)(?:[-/ ]?(?:code|bic|swift))?\b")
 BIC = re.compile(r"(?<![\w-])[A-Z]{4}(?P<country>[A-Z]{2})[A-Z0-9]{2}(?:[A-Z0-9]{3})?(?![\w-])")
@@ -136,7 +137,9 @@ def find_postcodes(text, streets=()):
         if len(code) == 4:
             evidence = bool(prefix and prefix[0] in "AC") or after_street
         else:
-            evidence = (town.split()[0] in towns() or after_street or bool(prefix) or
+            segment = re.search(r"(?:^|[\n,;·|(])[ \t]*$", before) and re.match(r"[ \t]*(?:$|[\n,;·|)]|\.(?!\w))",
+                                                                               text[m.end():])
+            evidence = (town.split()[0] in towns() or after_street or bool(prefix) or bool(segment) or
                         bool(POSTCODE_WORDS.search(before)) or bool(LEGAL_FORM.search(before)))
         if evidence:
             yield Match("PLZ-ORT", m.start("code"), m.end(), text[m.start("code"):m.end()])

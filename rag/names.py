@@ -57,8 +57,9 @@ GREETINGS = re.compile(r"""(?ix)(?<![\w-])(?:
   | (?:freundliche|beste|herzliche|liebe|schöne|viele|sonnige)\ grüße | viele\ grüsse | mit\ freundlichen\ gr(?:ü|ue)ssen
   | mfg | lg | vg | gruß | grüße | best\ regards | kind\ regards | regards | cheers)(?![\w-])""")
 FIELD_LABELS = re.compile(r"""(?x)(?<![\w-])(?:(?:Vor|Nach|Familien|Geburts|Anzeige|Kontakt|Mitarbeiter)?[Nn]ame
-    (?:\ (?:des|der|von)\ [\wäöüÄÖÜß]+)? (?P<reverse>\s*,\s*Vorname)? | Mitarbeiter(?:in)? | Teilnehmer(?:in)?
-    | Antragsteller(?:in)?)\s*:[ \t]*""")
+    (?:\ (?:des|der|von)\ [\wäöüÄÖÜß]+)? (?P<reverse>\s*,\s*Vorname)? | Mitarbeiter(?:in|innen|ende)? | Teilnehm(?:er|erin|ende)
+    | Antragsteller(?:in)? | Anwesend | Verteiler | Von | An | Cc | CC | Bcc | Gemeldet\ von | Zugewiesen\ an
+    | Erstellt\ von | Geändert\ von | Bearbeitet\ von | Protokoll | Unterschrift)\s*:[ \t]*""")  # also e-mail headers
 NAME_COLUMNS = re.compile(r"(?i)^(?:name|vorname|nachname|vor- und nachname|name, vorname|ansprechpartner(?:in)?|"
                           r"ansprechperson|kontakt(?:person)?|mitarbeiter(?:in)?|mitarbeitende|person|verantwortlich|"
                           r"verantwortliche[r]?|zuständig|zuständige[r]?|vertretung|bearbeiter(?:in)?|"
@@ -223,12 +224,13 @@ def after_roles(text, toks):
     for m in ROLE_WORDS.finditer(text):
         if not (m.start() == 0 or not text[m.start() - 1].isalnum()) or (m.end() < len(text) and text[m.end()].isalnum()):
             continue
-        rest = re.match(r"[ \t]*(?P<colon>[:–-])?[ \t]*(?:(?:ist|sind|war|wird|bleibt|bleiben)[ \t]+)?", text[m.end():])
+        rest = re.match(r"[ \t]*(?P<colon>[:–-])?[ \t]*,?[ \t]*(?:(?:ist|sind|war|wird|bleibt|bleiben)[ \t]+)?",
+                        text[m.end():])
         i = next((k for k, t in enumerate(toks) if t[0] >= m.end() + rest.end()), len(toks))
         j = skip_titles(toks, i)
         if j >= len(toks) or "\n" in text[m.end():toks[j][0]]:
             continue
-        strong = bool(rest.group("colon")) or j > i
+        strong = bool(rest.group("colon")) or j > i or m.group().lower().replace(" ", "") in ("i.a.", "i.v.", "ppa.", "gez.")
         span = phrase(text, toks, j, strong=strong)
         if span and (strong or " " in text[span[0]:span[1]]):
             yield span
@@ -253,22 +255,30 @@ def after_greetings(text, toks):
 
 
 def in_fields(text, toks):
-    """Values of "Name:", "Vorname:", "Nachname:" fields; "Name, Vorname: Mustermann, Max" is one name."""
+    """Values of "Name:", "Vorname:", "Von:", "Teilnehmer:" fields, a list ("Anna Weber, Jolanda Krüger und
+    Tobias Lange") included; "Name, Vorname: Mustermann, Max" is one name."""
     for m in FIELD_LABELS.finditer(text):
-        i = next((k for k, t in enumerate(toks) if t[0] >= m.end()), len(toks))
-        j = skip_titles(toks, i)
-        if j >= len(toks) or "\n" in text[m.end():toks[j][0]]:
-            continue
-        span = phrase(text, toks, j, strong=True)
-        if not span:
-            continue
-        comma = re.match(r",[ \t]*", text[span[1]:])  # "Mustermann, Max"
-        if comma:
-            k = next((n for n, t in enumerate(toks) if t[0] >= span[1] + comma.end()), len(toks))
-            second = phrase(text, toks, k, strong=True) if k < len(toks) else None
-            if second and (m.group("reverse") or is_first_name(text[second[0]:second[1]].split()[0])):
-                span = (span[0], second[1])
-        yield span
+        start = m.end()
+        while True:
+            i = next((k for k, t in enumerate(toks) if t[0] >= start), len(toks))
+            j = skip_titles(toks, i)
+            if j >= len(toks) or "\n" in text[start:toks[j][0]]:
+                break
+            span = phrase(text, toks, j, strong=True)
+            if not span:
+                break
+            comma = re.match(r",[ \t]*", text[span[1]:])  # "Mustermann, Max"
+            if comma and " " not in text[span[0]:span[1]]:
+                k = next((n for n, t in enumerate(toks) if t[0] >= span[1] + comma.end()), len(toks))
+                second = phrase(text, toks, k, strong=True) if k < len(toks) else None
+                if second and " " not in text[second[0]:second[1]] and (
+                        m.group("reverse") or is_first_name(text[second[0]:second[1]])):
+                    span = (span[0], second[1])
+            yield span
+            more = re.match(r"[ \t]*(?:,|;|\bund\b|&)[ \t]*", text[span[1]:])  # the next name of a list
+            if not more:
+                break
+            start = span[1] + more.end()
 
 
 def in_tables(text, toks):

@@ -390,8 +390,8 @@ def business_contact(text, m, people):
     if business and business[-1].start() >= max(personal, default=-1):
         return business_reason(business[-1].group())
     line_end = text.find("\n", m.end)
-    after = re.match(r"\s*[(–-]\s*(" + BUSINESS.pattern[4:] + r")", text[m.end:len(text) if line_end < 0 else line_end],
-                     re.I)
+    after = re.match(r"\s*(?:[(–-]|ist|=)\s*(?:die|unsere|der|unser|zur|zum)?\s*[\w-]*?(" + BUSINESS.pattern[4:] + r")",
+                     text[m.end:len(text) if line_end < 0 else line_end], re.I)  # "0800 123 (Hotline)", "… ist die Hotline"
     if after and not personal:
         return business_reason(after.group(1))
     paragraph_end = text.find("\n\n", m.end)

@@ -161,6 +161,11 @@ NAMES = [  # (text, the names as written, without salutation, title or role word
     ("Rückfragen an Hr. A. Schmidt", ["A. Schmidt"]),
     ("Der IT-Leiter Jens Hollander genehmigt das.", ["Jens Hollander"]),
     ("Freigabe durch Frau Weber; im Keller steht der Server.", ["Weber"]),
+    ("Teilnehmer: Anna Weber, Jolanda Krüger und Tobias Lange", ["Anna Weber", "Jolanda Krüger", "Tobias Lange"]),
+    ("Von: Thomas Müller\nAn: IT-Helpdesk\nCc: Sabine Kraus", ["Thomas Müller", "Sabine Kraus"]),  # a mail header
+    ("Gemeldet von: Sabine Kraus (Disposition)\nZugewiesen an: T. Ehlers", ["Sabine Kraus", "T. Ehlers"]),
+    ("gez. Müller", ["Müller"]),
+    ("Unsere Ansprechpartnerin, Jolanda Krüger, hilft gern.", ["Jolanda Krüger"]),
 ]
 NOT_NAMES = [
     "Die Ansprechpartnerin wird noch benannt.",
@@ -177,6 +182,8 @@ NOT_NAMES = [
     "Name des Servers: mail01",
     "Die Hauptstraße ist gesperrt.",
     "Zuständig ist die Personalabteilung.",
+    "Von: Nordlicht Logistik GmbH",
+    "Mit freundlichen Grüßen\nVorname Nachname\nFunktion | Abteilung",  # a signature template
 ]
 
 
@@ -213,6 +220,7 @@ PLACES = [
     ("Neuer Wall 5, 20354 Hamburg", [("ADRESSE", "Neuer Wall 5"), ("PLZ-ORT", "20354 Hamburg")]),
     ("Sitz: 99084 Erfurt", [("PLZ-ORT", "99084 Erfurt")]),
     ("Versand ab 37073 Göttingen", [("PLZ-ORT", "37073 Göttingen")]),  # a listed town
+    ("Lieferanschrift\n37434 Gieboldehausen", [("PLZ-ORT", "37434 Gieboldehausen")]),  # alone on its line
     ("Amtsgericht Hamburg, HRB 12345", [("HANDELSREGISTER", "HRB 12345")]),
     ("Registergericht Bremen HRA 4711", [("HANDELSREGISTER", "HRA 4711")]),
     ("Eingetragen unter HRB-Nr. 98765 B", [("HANDELSREGISTER", "HRB-Nr. 98765")]),
@@ -222,6 +230,7 @@ PLACES = [
     ("St.-Nr. 93815/08152 (Finanzamt Stuttgart)", [("STEUERNUMMER", "93815/08152")]),
     ("StNr 013 815 08153", [("STEUERNUMMER", "013 815 08153")]),
     ("Steuernummer des Vereins 2181508150", [("STEUERNUMMER", "2181508150")]),
+    ("Steuernummer 9181/815/08155", [("STEUERNUMMER", "9181/815/08155")]),
     ("BIC: COBADEFFXXX", [("BIC", "COBADEFFXXX")]),
     ("IBAN siehe Rechnung, SWIFT-Code DEUTDEDBHAM", [("BIC", "DEUTDEDBHAM")]),
 ]
@@ -267,6 +276,7 @@ def test_one_value_in_two_spellings_is_one_value(kind, a, b):
     ("Die Zentrale ist unter 040 66969-0 erreichbar.", [("TELEFON", "040 66969-0", "Zentrale")], []),
     ("Support: max.muster@example.de", [("E-MAIL", "max.muster@example.de", "Support")], []),
     ("Rufnummer 0800 1234567 (Service)", [("TELEFON", "0800 1234567", "Service")], []),
+    ("0800 1234567 ist die Support-Nummer", [("TELEFON", "0800 1234567", "Support")], []),
     ("Unsere Hotline ist überlastet; rufen Sie Herrn Schulz direkt an: 0171 2345678", [],
      [("NAME", "Schulz"), ("TELEFON", "0171 2345678")]),
     ("Hotline: 0800 1234567, mobil erreichen Sie Frau Weber unter 0171 2345678",
