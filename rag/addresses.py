@@ -58,7 +58,7 @@ NOT_PLACES = {  # nouns after "Am"/"Im" … that make a time or a thing, not a s
     "april", "mai", "juni", "juli", "august", "september", "oktober", "november", "dezember", "quartal",
     "telefon", "wiki", "portal", "vertrag", "anhang", "bildschirm", "laptop", "drucker", "schrank", "regal"}
 WORD = r"[A-ZÄÖÜ][a-zäöüß]+"
-HOUSE = r"\d{1,4}(?:\ ?[a-zA-Z](?![\w]))?(?:\ ?[-–/]\ ?\d{1,4}(?:\ ?[a-zA-Z](?![\w]))?)?"
+HOUSE = (r"(?:\d{1,3}|(?!19|20)\d{4})(?:\ ?[a-zA-Z](?![\w]))?(?:\ ?[-–/]\ ?\d{1,4}(?:\ ?[a-zA-Z](?![\w]))?)?")  # not a year
 HOUSE_END = r"(?![\w]|[.,:]\d|\ ?(?:%|€|Euro|EUR|GB|MB|TB|KB|Prozent|Stück|Tage|Stunden|Minuten|Jahre|Monate|Uhr|x\b))"
 STREET = re.compile(r"(?<![\w-])(?P<street>"
                     rf"(?:{WORD}-|[A-ZÄÖÜ][\w.]*\.-)*(?:{WORD}|[A-ZÄÖÜ])-(?:Straße|Strasse|Str\.|Weg|Allee|Platz|Gasse|Ring|Damm|Chaussee|Ufer|Steig|Stieg|Pfad|Kai|Promenade|Twiete|Deich|Kamp)"

@@ -51,6 +51,7 @@ ROLE_WORDS = re.compile(r"""(?ix)
   | berater(?:in)? | referent(?:in)? | koordinator(?:in)? | disponent(?:in)? | fahrer(?:in)? | auszubildende[rn]?
   | azubi | praktikant(?:in)? | werkstudent(?:in)? | absender(?:in)? | empfänger(?:in)? | verfasser(?:in)?
   | autor(?:in)? | vorgesetzte[rn]? | chef(?:in)? | teilnehmer(?:in)? | antragsteller(?:in)? | bewerber(?:in)?
+  | [\w-]+meister(?:in)? | direktor(?:in)? | präsident(?:in)? | sekretär(?:in)? | minister(?:in)? | betreuer(?:in)?
   | erstellt\ von | geändert\ von | vertreten\ durch | i\.\ ?a\. | i\.\ ?v\. | ppa\. | gez\.""")
 GREETINGS = re.compile(r"""(?ix)(?<![\w-])(?:
     (?:mit\ )?(?:freundlichen|besten|herzlichen|lieben|schönen|sonnigen|kollegialen|vielen)\ grüßen
@@ -89,7 +90,7 @@ STOP_WORDS = set("""
     klinikum krankenhaus preis verlag bank sparkasse versicherung verein gemeinde stadt land bund
     straße str weg allee platz gasse ring damm führungskraft fachkraft lehrkraft aushilfe key-user
     unterlagen bericht antwort nachricht rückmeldung vollmacht schlüssel ausweis karte dokumente formular
-    rechnung zeit glückwünsche
+    rechnung zeit glückwünsche boss versand tailor o'polo oetker wolfskin
 """.split())
 AFTER_NOT_PERSON = re.compile(r"(?:\s+[A-ZÄÖÜ][\w&.-]*){0,2}?\s*(?:&|\+|GmbH|AG\b|KG\b|OHG\b|SE\b|UG\b|e\.\s?V\.|mbH|"
                               r"Stiftung|Institut|Straße|Str\.|Weg\b|Allee|Platz|Ring\b|Schule|Gymnasium|Universität|"
@@ -115,8 +116,8 @@ def is_first_name(word):
 def looks_like_name(word):
     """A capitalised word that may be a name: "Müller-Lüdenscheidt", "O'Brien", "José" -> True; "IT", "Team" -> False"""
     parts = re.split(r"[-'’]", word)
-    if len(word) < 2 or not all(p.isalpha() for p in parts if p) or word.lower() in STOP_WORDS:
-        return False
+    if len(word) < 2 or not all(p.isalpha() for p in parts if p) or word.lower() in STOP_WORDS or ROLE_WORDS.fullmatch(word):
+        return False  # ("Ansprechpartnerin: Geschäftsführerin" names a role, not a person)
     return all(p[:1].isupper() and (len(p) == 1 or not p[1:].isupper()) for p in parts if p)
 
 
@@ -138,8 +139,13 @@ def tokens(text):
 
 
 def skip_titles(toks, i):
-    """Index after salutations and titles at toks[i]. Example: "Herr Dr. med. Müller" -> index of "Müller" """
-    while i < len(toks) and (toks[i][2].lower() in SALUTATIONS or toks[i][2].lower() in TITLES):
+    """Index after salutations, titles and a role after them at toks[i].
+
+    Example: "Herr Dr. med. Müller" -> index of "Müller"; "Frau Bürgermeisterin Weber" -> index of "Weber"
+    """
+    start = i
+    while i < len(toks) and (toks[i][2].lower() in SALUTATIONS or toks[i][2].lower() in TITLES
+                             or i > start and ROLE_WORDS.fullmatch(toks[i][2])):
         i += 1
     return i
 

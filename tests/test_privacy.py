@@ -166,6 +166,7 @@ NAMES = [  # (text, the names as written, without salutation, title or role word
     ("Gemeldet von: Sabine Kraus (Disposition)\nZugewiesen an: T. Ehlers", ["Sabine Kraus", "T. Ehlers"]),
     ("gez. Müller", ["Müller"]),
     ("Unsere Ansprechpartnerin, Jolanda Krüger, hilft gern.", ["Jolanda Krüger"]),
+    ("Frau Bürgermeisterin Weber eröffnet das Lager.", ["Weber"]),  # a role between salutation and name
 ]
 NOT_NAMES = [
     "Die Ansprechpartnerin wird noch benannt.",
@@ -184,6 +185,8 @@ NOT_NAMES = [
     "Zuständig ist die Personalabteilung.",
     "Von: Nordlicht Logistik GmbH",
     "Mit freundlichen Grüßen\nVorname Nachname\nFunktion | Abteilung",  # a signature template
+    "Ansprechpartnerin: Geschäftsführerin",
+    "Die Jacke ist von Tom Tailor, das Paket kam mit Otto Versand.",  # brands named after people
 ]
 
 
@@ -241,6 +244,7 @@ NOT_PLACES = [
     "Am Montag 3 Tickets geschlossen.",
     "Die Tabelle hat 12345 Einträge.",
     "Die Firewall 2 blockiert Port 443.",
+    "In der Hafenstraße 2024 neu gebaut: das Lager.",  # a year, no house number
     "Die Postleitzahl 20095 gehört zur Altstadt.",
     "USt-IdNr. DE136695977 (Prüfziffer falsch)",
     "Rechnungsnummer 21/815/08150",
