@@ -12,8 +12,8 @@ the Bundesnetzagentur keeps for films (030 23125…, 040 66969…, 069 90009…,
 This set labels the first nine kinds only (IBAN … TELEFON); every line switches the others off
 ("off": UNLABELLED), so the names and addresses in its sentences are not counted. Those kinds are
 measured on a set written by someone else (eval/pii_blind.jsonl). A company's switchboard number
-("Die Zentrale … ist unter … zu erreichen") is a near miss since rag/privacy.py keeps business
-contacts readable.
+("Die Zentrale … ist unter … zu erreichen"), a fax and an on-call phone are near misses since
+rag/privacy.py keeps business contacts readable.
 
 Does not handle: checking that find() gets them right (that is evaluate.py --pii).
 """
@@ -131,7 +131,7 @@ def positives():
     a, b = phone()
     add("Aus dem Ausland wählen Sie {}.", ("TELEFON", f"+49 {a[1:]} {b}"))
     a, b = phone()
-    add("Im Notfall: {} (Durchwahl Bereitschaft).", ("TELEFON", f"+49 (0){a[1:]} {b[:-3]}-{b[-3:]}"))
+    add("Privat, nur im Notfall: {} (Durchwahl von Herrn Muster).", ("TELEFON", f"+49 (0){a[1:]} {b[:-3]}-{b[-3:]}"))
     a, b = phone()
     add("Die alte Schreibweise {} steht noch im Briefkopf.", ("TELEFON", f"0049 {a[1:]} {b}"))
     a, b = phone()
@@ -143,7 +143,7 @@ def positives():
     a, b = mobile()
     add("Herr Fiktiv ist im Urlaub nur per SMS an {} erreichbar.", ("TELEFON", f"+49 {a[1:]} {b}"))
     a, b = mobile()
-    add("Handynummer für die Rufbereitschaft: {}", ("TELEFON", f"{a}-{b[:3]} {b[3:]}"))
+    add("Handynummer von Frau Beispiel: {}", ("TELEFON", f"{a}-{b[:3]} {b[3:]}"))
     a, b = mobile()
     add("Bitte rufen Sie mich unter {} zurück, Tel. {} geht nicht.", ("TELEFON", f"{a}{b}"), ("TELEFON", "030 23125" + digits(3)))
 
@@ -279,6 +279,8 @@ def near_misses():
         "Der Helpdesk hat die Durchwahl 4711.",
         "Die Zentrale der Partnerfirma ist unter (0221) 4710 100 zu erreichen.",
         "Unsere Hotline erreichen Sie unter 040 66969 000 oder +49 40 66969100.",
+        "Das Handy der Rufbereitschaft hat die Nummer 0171 2264686.",
+        "Zentrale: 030 23125-0, Fax 030 23125-99",
         "Anfragen bitte an helpdesk@example.de, das erzeugt ein Ticket.",
         "Datenschutzfragen an datenschutz@example.de richten.",
         "Neue Adressen folgen dem Schema vorname.nachname@example.de.",

@@ -37,19 +37,25 @@ from pathlib import Path
 Match = namedtuple("Match", "kind start end value")  # the same shape as rag/privacy.py's
 
 TOWNS = Path(__file__).resolve().parent / "data" / "orte.txt"
-CONTEXT_CHARS = 40  # how far before a Steuernummer or BIC its context word may stand
+CONTEXT_CHARS = 60  # how far before a Steuernummer or BIC its context word may stand
 SUFFIXES = ("straße", "strasse", "str.", "weg", "allee", "platz", "gasse", "ring", "damm", "chaussee", "ufer",
-            "steig", "stieg", "pfad", "graben", "kai", "promenade", "twiete", "deich", "kamp")
+            "steig", "stieg", "pfad", "graben", "kai", "promenade", "twiete", "deich", "kamp", "markt", "wall", "gang")
 NOT_STREETS = {  # compounds with a street suffix that a wiki writes before a number
     "arbeitsplatz", "stellplatz", "parkplatz", "speicherplatz", "steckplatz", "sitzplatz", "spielplatz",
     "schulungsplatz", "messplatz", "lagerplatz", "ausweg", "rückweg", "umweg", "dienstweg", "rechtsweg",
     "lösungsweg", "fluchtweg", "rettungsweg", "postweg", "lieferweg", "freigabeweg", "schlüsselring", "token-ring",
-    "dateipfad", "suchpfad", "netzwerkpfad", "installationspfad", "speicherpfad", "datenpfad", "firewall"}
+    "dateipfad", "suchpfad", "netzwerkpfad", "installationspfad", "speicherpfad", "datenpfad", "firewall",
+    "schutzwall", "supermarkt", "arbeitsmarkt", "wochenmarkt", "flohmarkt", "binnenmarkt", "weihnachtsmarkt",
+    "baumarkt", "getränkemarkt", "drogeriemarkt", "elektromarkt", "absatzmarkt", "eingang", "ausgang", "durchgang",
+    "jahrgang", "lehrgang", "rundgang", "zugang", "übergang", "vorgang", "rückgang", "arbeitsgang", "abgang",
+    "umgang", "hausflurgang", "seitengang", "mittelgang", "wareneingang", "warenausgang", "posteingang",
+    "postausgang", "zahlungseingang", "hintereingang", "haupteingang", "notausgang"}
 ADJECTIVES = {"alte", "alter", "altes", "neue", "neuer", "neues", "große", "großer", "kleine", "kleiner", "hohe",
               "hoher", "lange", "langer", "breite", "breiter", "obere", "oberer", "untere", "unterer", "innere",
               "äußere", "hintere", "vordere", "schöne", "weiße", "rote", "grüne", "krumme", "stille", "hohe"}
 SEPARATE = r"(?:Straße|Strasse|Str\.|Weg|Allee|Platz|Ring|Damm|Chaussee|Landstraße|Heerstraße|Ufer|Steig|Markt|Tor|Brücke|Kai|Wall|Graben|Twiete|Burstah|Steinweg)"
-PREPOSITIONS = r"(?:Am|An\ der|An\ den|Auf\ dem|Auf\ der|Auf\ den|Im|In\ der|In\ den|Zum|Zur|Hinter\ dem|Hinter\ der|Unter\ den|Vor\ dem|Vor\ der|Beim|Bei\ der|Über\ dem|Platz\ der|Platz\ des|Straße\ der|Straße\ des|Allee\ der)"
+PREPOSITIONS = (r"(?:Am|Im|Zum|Zur|Beim|Vorm|Hinterm|Unterm|Überm|Ans|Ins|(?:An|Auf|In|Bei|Hinter|Unter|Vor|Über|Neben|Zu|Zwischen)"
+                r"\ (?:der|dem|den|des)|Platz\ der|Platz\ des|Straße\ der|Straße\ des|Allee\ der)")
 NOT_PLACES = {  # nouns after "Am"/"Im" … that make a time or a thing, not a street ("Am Montag 3 Tickets")
     "montag", "dienstag", "mittwoch", "donnerstag", "freitag", "samstag", "sonntag", "wochenende", "anfang",
     "ende", "tag", "abend", "morgen", "mittag", "vormittag", "nachmittag", "jahr", "monat", "standort", "lager",
@@ -67,8 +73,12 @@ STREET = re.compile(r"(?<![\w-])(?P<street>"
                     rf"\ (?P<number>{HOUSE}){HOUSE_END}")
 PREPOSITIONAL = re.compile(rf"(?<![\w-])(?P<street>{PREPOSITIONS}\ (?P<noun>{WORD}(?:-{WORD})*))"
                            rf"\ (?P<number>{HOUSE})(?=\s*(?:,|\n|$|\.(?!\d)|;|\)|·|\|))")
-BEFORE_POSTCODE = re.compile(rf"(?<![\w-])(?P<street>{WORD}(?:[-\ ]{WORD})?)\ (?P<number>{HOUSE})"
+BEFORE_POSTCODE = re.compile(rf"(?<![\w-])(?P<street>(?:{WORD}[-\ ])?{WORD})\ (?P<number>{HOUSE})"
                              r"(?=\s*(?:,|\n|·|\|)\s*(?:D-)?\d{5}\s+[A-ZÄÖÜ])")
+LOWER_ADDRESS = re.compile(rf"(?<![\w-])(?P<street>[a-zäöüß]+(?:{'|'.join(re.escape(s) for s in SUFFIXES)}))"
+                           rf"\ (?P<number>{HOUSE}),\ ?(?P<code>\d{{5}})\ (?P<town>[a-zäöüß]+(?:-[a-zäöüß]+)*)(?![\w-])")
+NOT_CODES = re.compile(r"(?i)(?:kostenstelle|ticket|artikel|bestell|rechnung|auftrag|vorgang|kunden|projekt|konto|"
+                       r"inventar|\bport|personal|\bnr\.?|nummer|#)\S*[.:#\s]*$")  # words before a number: no postcode
 TOWN = (r"(?:(?:Bad|St\.|Sankt|Hansestadt)\ )?[A-ZÄÖÜ][a-zäöüß]+(?:-[A-ZÄÖÜ][a-zäöüß]+)*"
         r"(?:\ (?:am|an\ der|an\ dem|im|in\ der|ob\ der|bei|vor\ der)\ [A-ZÄÖÜ][a-zäöüß]+|\ \([A-ZÄÖÜ][a-zäöüß]+\)"
         r"|/[A-ZÄÖÜ][a-zäöüß]+)?")
@@ -81,7 +91,8 @@ TAX_WORDS = re.compile(r"(?i)(?:steuer-?\s?nummer|steuernr\.?|steuer-nr\.?|\bst\
 TAX_NUMBER = re.compile(r"(?<![\w/.-])(?:\d{2,4}/\d{3,4}/\d{4,5}|\d{5}/\d{5}|\d{2,3}\ \d{3,4}\ \d{4,5}|\d{10,13})"
                         r"(?![\w/-]|[.,]\d)")
 BIC_WORDS = re.compile(r"(?i)\b(?:bic|swift)(?:[-/ ]?(?:code|bic|swift))?\b")
-BIC = re.compile(r"(?<![\w-])[A-Z]{4}(?P<country>[A-Z]{2})[A-Z0-9]{2}(?:[A-Z0-9]{3})?(?![\w-])")
+BIC = re.compile(r"(?<![\w-])(?:[A-Z]{4}(?P<country>[A-Z]{2})[A-Z0-9]{2}(?:[A-Z0-9]{3})?"
+                 r"|[a-z]{4}(?P<lower>[a-z]{2})[a-z0-9]{2}(?:[a-z0-9]{3})?)(?![\w-])")  # lower case: typed in a chat
 COUNTRIES = set("""AD AE AF AG AL AM AO AR AT AU AZ BA BB BD BE BF BG BH BI BJ BN BO BR BS BT BW BY BZ CA CD CF CG
     CH CI CL CM CN CO CR CU CV CY CZ DE DJ DK DM DO DZ EC EE EG ER ES ET FI FJ FM FR GA GB GD GE GH GI GM GN GQ GR
     GT GW GY HK HN HR HT HU ID IE IL IN IQ IR IS IT JM JO JP KE KG KH KI KM KN KP KR KW KZ LA LB LC LI LK LR LS LT
@@ -106,6 +117,7 @@ def vat_ok(digits):
 # -- streets and towns -----------------------------------------------------------------------------
 def find_streets(text):
     """Street + house number as written: "Hauptstraße 12a", "Am Markt 3", "Potsdamer Straße 7"."""
+    found = []
     for m in STREET.finditer(text):
         street = m.group("street")
         words = street.split()
@@ -115,23 +127,34 @@ def find_streets(text):
                 len(words) == 2 and words[0].lower() in ("der", "die", "das", "oder", "aber", "über", "unser",
                                                           "jeder", "dieser", "einer", "keiner", "ihrer", "euer"):
             continue  # "Die Straße 5", "Jeder Weg 3": only "Potsdamer Straße", "Neuer Wall"
-        yield Match("ADRESSE", m.start(), m.end("number"), m.group(0)[:m.end("number") - m.start()])
+        found.append(Match("ADRESSE", m.start(), m.end("number"), text[m.start():m.end("number")]))
     for m in PREPOSITIONAL.finditer(text):
         if m.group("noun").lower() not in NOT_PLACES:
-            yield Match("ADRESSE", m.start(), m.end("number"), text[m.start():m.end("number")])
+            found.append(Match("ADRESSE", m.start(), m.end("number"), text[m.start():m.end("number")]))
     for m in BEFORE_POSTCODE.finditer(text):
-        if not set(m.group("street").lower().split()) & NOT_PLACES:
-            yield Match("ADRESSE", m.start(), m.end("number"), text[m.start():m.end("number")])
+        words = m.group("street").replace("-", " ").split()
+        start = m.start() if len(words) == 1 or words[0].lower() in ADJECTIVES or words[0].endswith("er") \
+            else m.start("street") + m.group("street").rindex(words[-1])  # "Anschrift Leopoldstraße 28a": the street
+        if not {w.lower() for w in words[-1:]} & NOT_PLACES and not any(f.start <= start < f.end for f in found):
+            found.append(Match("ADRESSE", start, m.end("number"), text[start:m.end("number")]))
+    for m in LOWER_ADDRESS.finditer(text):  # "bäckerbreitergang 14, 20355 hamburg" (typed in lower case)
+        if m.group("street") not in NOT_STREETS:
+            found.append(Match("ADRESSE", m.start(), m.end("number"), text[m.start():m.end("number")]))
+    return found
 
 
 def find_postcodes(text, streets=()):
     """Postcode + town ("20095 Hamburg"), when something says it is one (see the module docstring)."""
     ends = {s.end for s in streets}
+    for m in LOWER_ADDRESS.finditer(text):
+        yield Match("PLZ-ORT", m.start("code"), m.end("town"), text[m.start("code"):m.end("town")])
     for m in POSTCODE.finditer(text):
         code, prefix, town = m.group("code"), m.group("prefix"), m.group("town")
         if len(code) == 5 and not "01001" <= code <= "99998" or len(code) == 4 and code[0] == "0":
             continue
         before = text[max(0, m.start() - 30):m.start()]
+        if NOT_CODES.search(before):
+            continue  # "Kostenstelle 41020 Hamburg", "Ticket 20457: …"
         after_street = any(0 <= m.start() - end <= 4 and re.fullmatch(r"\s*[,·|\n]?\s*", text[end:m.start()])
                            for end in ends)
         if len(code) == 4:
@@ -160,12 +183,11 @@ def find_vat_ids(text):
 
 
 def after_word(text, words, pattern, kind):
-    """Values of `pattern` up to CONTEXT_CHARS after a match of `words`, on the same line."""
+    """Values of `pattern` starting up to CONTEXT_CHARS after a match of `words`, on the same line."""
     for w in words.finditer(text):
         line_end = text.find("\n", w.end())
-        window_end = min(len(text) if line_end < 0 else line_end, w.end() + CONTEXT_CHARS)
-        m = pattern.search(text, w.end(), window_end)
-        if m and m.end() <= window_end:
+        m = pattern.search(text, w.end(), len(text) if line_end < 0 else line_end)
+        if m and m.start() <= w.end() + CONTEXT_CHARS:
             yield m, Match(kind, m.start(), m.end(), m.group(0))
 
 
@@ -179,8 +201,9 @@ def find_tax_numbers(text):
 def find_bics(text):
     """BICs after "BIC" or "SWIFT": "BIC: COBADEFFXXX"."""
     for m, match in after_word(text, BIC_WORDS, BIC, "BIC"):
-        if m.group("country") in COUNTRIES:
-            yield match
+        country = m.group("country") or m.group("lower").upper()
+        if country in COUNTRIES and (m.group("country") or re.search(r"\d|xxx$", m.group())):
+            yield match  # a lower-case one needs a digit or "xxx" ("bic: erfragen" is a word)
 
 
 def find(text):
@@ -202,4 +225,6 @@ def normalise(kind, value):
         return f"HR{m.group(1)}{m.group(2)}" if m else compact
     if kind in ("STEUERNUMMER", "UST-ID"):
         return ("DE" if kind == "UST-ID" else "") + re.sub(r"\D", "", value)
+    if kind == "PLZ-ORT":  # "21423 Winsen (Luhe)" is "21423 Winsen"
+        return re.sub(r"[\s-]", "", re.sub(r"\s*\([^)]*\)\s*$", "", value)).upper()
     return compact

@@ -26,6 +26,7 @@ Laptop" is missed), nicknames, names split over two lines, names inside e-mail a
 is E-MAIL), and two persons with the same surname (a bare "Weber" then takes the first one's
 placeholder).
 """
+import bisect
 import re
 from collections import namedtuple
 from functools import lru_cache
@@ -43,6 +44,7 @@ TITLES = {"dr.", "prof.", "professor", "professorin", "dipl.-ing.", "dipl.-kfm."
 OPENERS = {"hallo", "hi", "hey", "liebe", "lieber", "moin", "servus", "sehr geehrte", "sehr geehrter"}
 PARTICLES = {"von", "van", "de", "der", "den", "du", "zu", "zur", "vom", "ten", "ter", "di", "da", "del", "della",
              "dos", "le", "la", "af", "al", "el", "bin", "ibn"}  # "Ursula von der Leyen"
+FIRST_PARTICLES = PARTICLES - {"der", "den", "del", "della"}  # what can open them: "Herr der Lage" is no name
 ROLE_WORDS = re.compile(r"""(?ix)
     (?:ansprech|kontakt)(?:partner|partnerin|person)(?:s|in)? | kontakt | zuständig(?:e[rn]?)? | verantwortlich(?:e[rn]?)?
   | (?:sach)?bearbeiter(?:in)? | mitarbeit(?:er|erin|ende[rn]?) | kolleg(?:e|in) | vertret(?:ung|er|erin)
@@ -59,17 +61,19 @@ GREETINGS = re.compile(r"""(?ix)(?<![\w-])(?:
   | mfg | lg | vg | gruß | grüße | best\ regards | kind\ regards | regards | cheers)(?![\w-])""")
 FIELD_LABELS = re.compile(r"""(?x)(?<![\w-])(?:(?:Vor|Nach|Familien|Geburts|Anzeige|Kontakt|Mitarbeiter)?[Nn]ame
     (?:\ (?:des|der|von)\ [\wäöüÄÖÜß]+)? (?P<reverse>\s*,\s*Vorname)? | Mitarbeiter(?:in|innen|ende)? | Teilnehm(?:er|erin|ende)
-    | Antragsteller(?:in)? | Anwesend | Verteiler | Von | An | Cc | CC | Bcc | Gemeldet\ von | Zugewiesen\ an
+    | Antragsteller(?:in)? | Teilnehmerliste(?:\ [^:\n]{1,30})? | Anwesend | Verteiler | Von | An | Cc | CC | Bcc | Gemeldet\ von | Zugewiesen\ an
     | Erstellt\ von | Geändert\ von | Bearbeitet\ von | Protokoll | Unterschrift)\s*:[ \t]*""")  # also e-mail headers
 NAME_COLUMNS = re.compile(r"(?i)^(?:name|vorname|nachname|vor- und nachname|name, vorname|ansprechpartner(?:in)?|"
                           r"ansprechperson|kontakt(?:person)?|mitarbeiter(?:in)?|mitarbeitende|person|verantwortlich|"
                           r"verantwortliche[r]?|zuständig|zuständige[r]?|vertretung|bearbeiter(?:in)?|"
                           r"sachbearbeiter(?:in)?|teilnehmer(?:in)?|teilnehmende|empfänger(?:in)?|inhaber(?:in)?)$")
-NOUN_ENDINGS = ("ung", "heit", "keit", "schaft", "tion", "sion", "ität", "nis", "ment", "ismus", "tum", "ik", "ie",
-                "ei", "eur", "ieren", "system", "systeme", "technik", "logistik", "service", "team", "gruppe",
+NOUN_ENDINGS = ("ung", "heit", "keit", "schaft", "tion", "sion", "ität", "nis", "ment", "ismus", "tum", "ie",
+                "ei", "eur", "ieren", "system", "systeme", "technik", "logistik", "informatik", "grafik", "statistik",
+                "elektronik", "mechanik", "fabrik", "politik", "klinik", "republik", "musik", "physik", "optik",
+                "keramik", "dynamik", "thematik", "logik", "kritik", "taktik", "service", "team", "gruppe",
                 "zentrum", "center", "dienst", "amt", "werk", "daten", "netz", "portal", "konto", "vertrag",
                 "programm", "ware", "gerät", "geräte", "anlage", "liste", "nummer", "adresse", "straße", "zeit",
-                "stelle", "büro", "raum", "haus", "institut", "schule", "straße", "preis")  # a word ending so is a German noun, not a name
+                "stelle", "büro", "raum", "haus", "institut", "schule", "preis")  # a word ending so is a German noun, not a name
 STOP_WORDS = set("""
     der die das dem den des ein eine einer einem einen und oder aber auch nur noch schon bitte danke bei mit von
     für über unter nach vor seit ab an am im in zum zur aus auf bis ist sind war hat haben wird werden kann soll
@@ -91,11 +95,14 @@ STOP_WORDS = set("""
     straße str weg allee platz gasse ring damm führungskraft fachkraft lehrkraft aushilfe key-user
     unterlagen bericht antwort nachricht rückmeldung vollmacht schlüssel ausweis karte dokumente formular
     rechnung zeit glückwünsche boss versand tailor o'polo oetker wolfskin
+    web app apps cloud client clients desktop online office teams windows linux outlook admin mobile
+    spedition autohaus bäckerei gaststätte kanzlei praxis apotheke
 """.split())
-AFTER_NOT_PERSON = re.compile(r"(?:\s+[A-ZÄÖÜ][\w&.-]*){0,2}?\s*(?:&|\+|GmbH|AG\b|KG\b|OHG\b|SE\b|UG\b|e\.\s?V\.|mbH|"
+AFTER_NOT_PERSON = re.compile(r"(?:[ \t]+[A-ZÄÖÜ][\w&.-]*){0,2}?[ \t]*(?:&|\+|GmbH|AG\b|KG\b|OHG\b|SE\b|UG\b|e\.\s?V\.|e\.\s?K(?:fm)?\.|mbH|"
                               r"Stiftung|Institut|Straße|Str\.|Weg\b|Allee|Platz|Ring\b|Schule|Gymnasium|Universität|"
                               r"Klinik|Preis|Haus\b|Verlag|Bank\b|Werke?\b)")  # "Robert Bosch GmbH", "Müller Logistik GmbH"
-BEFORE_NOT_PERSON = re.compile(r"(?i)(?:\bfirma|\bfa\.|\bmarke|\bprodukt|\bmodell|\btyp)\s*$")
+BEFORE_NOT_PERSON = re.compile(r"(?i)(?:\bfirma|\bfa\.|\bmarke|\bprodukt|\bmodell|\btyp|\bspedition|\bautohaus|"
+                               r"\bbäckerei|\bkanzlei|\bpraxis|\bgaststätte|\bhotel)\s*$")
 AFTER_ARTICLE = re.compile(r"(?i)\b(?:der|die|das|dem|den|des|ein|eine|einen|einem|im|am|vom|zum|zur|beim|ins|ans)\s+$")
 TOKEN = re.compile(r"[^\W\d_]+(?:[-'’.][^\W\d_]+)*\.?|\d+|\n|[^\w\s]")
 
@@ -108,6 +115,7 @@ def first_names():
 
 
 # -- words -----------------------------------------------------------------------------------------
+@lru_cache(maxsize=65536)
 def is_first_name(word):
     """Example: "Anna-Lena" -> True (each part listed), "Müller" -> False"""
     return all(part in first_names() for part in word.split("-"))
@@ -163,7 +171,7 @@ def phrase(text, toks, i, strong):
         s, e, raw = toks[j]
         if j > i and "\n" in text[toks[j - 1][1]:s]:
             break  # a name never spans two lines
-        if raw.lower() in PARTICLES and not pending and (last_first or start is None and strong):
+        if raw.lower() in FIRST_PARTICLES and not pending and (last_first or start is None and strong):
             k = j
             while k < len(toks) and toks[k][2].lower() in PARTICLES:
                 k += 1
@@ -179,7 +187,8 @@ def phrase(text, toks, i, strong):
         word = raw.rstrip(".")
         if not looks_like_name(word) or is_noun(word):
             break
-        if words and not (last_first or pending or strong and words == 1):
+        short = words == 2 and end - s <= 5 and len(text[toks[j - 1][0]:toks[j - 1][1]]) <= 4  # "Thi Lan Nguyen"
+        if words and not (last_first or pending or strong and words == 1 or short):
             break
         start, end, words, j = s if start is None else start, s + len(word), words + 1, j + 1
         if pending or raw.endswith("."):
@@ -225,21 +234,31 @@ def after_first_names(text, toks):
             yield span
 
 
+ROLE_PHRASES = re.compile(r"(?i)(?<![\w-])(?:erstellt von|geändert von|vertreten durch|i\.\s?a\.|i\.\s?v\.)(?![\w-])")
+ROLE_QUALIFIED = re.compile(r"[ \t]+(?:(?:für|im|in\ der|bei|vor)[ \t]+)?[\w-]+[ \t]*(?P<colon>:)[ \t]*")  # "… Vertrieb:"
+ROLE_REST = re.compile(r"[ \t]*(?P<colon>[:–-])?[ \t]*,?[ \t]*(?:(?:ist|sind|war|wird|bleibt|bleiben)[ \t]+)?")
+SIGNED = ("i.a.", "i.v.", "ppa.", "gez.")  # a signature follows these: the name may be one word
+
+
 def after_roles(text, toks):
     """Names after role words: "Ansprechpartnerin: Jolanda Krüger", "IT-Leiter Jens Hollander"."""
-    for m in ROLE_WORDS.finditer(text):
-        if not (m.start() == 0 or not text[m.start() - 1].isalnum()) or (m.end() < len(text) and text[m.end()].isalnum()):
-            continue
-        rest = re.match(r"[ \t]*(?P<colon>[:–-])?[ \t]*,?[ \t]*(?:(?:ist|sind|war|wird|bleibt|bleiben)[ \t]+)?",
-                        text[m.end():])
-        i = next((k for k, t in enumerate(toks) if t[0] >= m.end() + rest.end()), len(toks))
+    roles = [(e, raw) for s, e, raw in toks if raw[:1].isalpha() and ROLE_WORDS.fullmatch(raw)]
+    roles += [(m.end(), m.group()) for m in ROLE_PHRASES.finditer(text)]
+    for role_end, role in roles:
+        rest = ROLE_QUALIFIED.match(text, role_end) or ROLE_REST.match(text, role_end)  # "Ansprechpartnerin ist …"
+        i = at(toks, rest.end())
         j = skip_titles(toks, i)
-        if j >= len(toks) or "\n" in text[m.end():toks[j][0]]:
+        if j >= len(toks) or "\n" in text[role_end:toks[j][0]]:
             continue
-        strong = bool(rest.group("colon")) or j > i or m.group().lower().replace(" ", "") in ("i.a.", "i.v.", "ppa.", "gez.")
+        strong = bool(rest.group("colon")) or j > i or role.lower().replace(" ", "") in SIGNED
         span = phrase(text, toks, j, strong=strong)
         if span and (strong or " " in text[span[0]:span[1]]):
             yield span
+
+
+def at(toks, pos):
+    """Index of the first token starting at or after pos (len(toks) if none)."""
+    return bisect.bisect_left(toks, pos, key=lambda t: t[0])
 
 
 def after_greetings(text, toks):
@@ -252,7 +271,7 @@ def after_greetings(text, toks):
                         r"(?:(?:i\.[ \t]?A\.|i\.[ \t]?V\.|ppa\.|gez\.|Ihr|Ihre|Dein|Deine|Euer|Eure)[ \t]+)?", text[m.end():])
         if " " not in m.group() and not (rest.group("sep") == "," or rest.group("nl")):
             continue
-        i = next((k for k, t in enumerate(toks) if t[0] >= m.end() + rest.end()), len(toks))
+        i = at(toks, m.end() + rest.end())
         j = skip_titles(toks, i)
         span = phrase(text, toks, j, strong=True) if j < len(toks) else None
         if span and (" " in text[span[0]:span[1]] or is_first_name(text[span[0]:span[1]])):
@@ -266,7 +285,7 @@ def in_fields(text, toks):
     for m in FIELD_LABELS.finditer(text):
         start = m.end()
         while True:
-            i = next((k for k, t in enumerate(toks) if t[0] >= start), len(toks))
+            i = at(toks, start)
             j = skip_titles(toks, i)
             if j >= len(toks) or "\n" in text[start:toks[j][0]]:
                 break
@@ -275,13 +294,13 @@ def in_fields(text, toks):
                 break
             comma = re.match(r",[ \t]*", text[span[1]:])  # "Mustermann, Max"
             if comma and " " not in text[span[0]:span[1]]:
-                k = next((n for n, t in enumerate(toks) if t[0] >= span[1] + comma.end()), len(toks))
+                k = at(toks, span[1] + comma.end())
                 second = phrase(text, toks, k, strong=True) if k < len(toks) else None
                 if second and " " not in text[second[0]:second[1]] and (
                         m.group("reverse") or is_first_name(text[second[0]:second[1]])):
                     span = (span[0], second[1])
             yield span
-            more = re.match(r"[ \t]*(?:,|;|\bund\b|&)[ \t]*", text[span[1]:])  # the next name of a list
+            more = re.match(r"[ \t]*(?:\([^)\n]*\)[ \t]*)?(?:,|;|\bund\b|&)[ \t]*", text[span[1]:])  # the next name
             if not more:
                 break
             start = span[1] + more.end()
@@ -308,6 +327,12 @@ def in_tables(text, toks):
                 cell_toks = [(s + start, e + start, t) for s, e, t in tokens(cell)]
                 j = skip_titles(cell_toks, 0)
                 span = phrase(text, cell_toks, j, strong=True) if j < len(cell_toks) else None
+                comma = span and re.match(r",[ \t]*", text[span[1]:end])  # "Kruse, Jana" as an export writes it
+                if comma:
+                    k = at(cell_toks, span[1] + comma.end())
+                    second = phrase(text, cell_toks, k, strong=True) if k < len(cell_toks) else None
+                    if second and " " not in text[second[0]:second[1]] and not text[second[1]:end].strip():
+                        span = (span[0], second[1])
                 if span and re.fullmatch(r"(?:[\s,;(–-].*)?", text[span[1]:end], re.S) and (
                         j > 0 or " " in text[span[0]:span[1]] or is_first_name(text[span[0]:span[1]])):
                     yield span  # one word alone only with a salutation or as a listed first name ("Clients" is a VLAN)
@@ -326,7 +351,61 @@ def table_cells(line, offset):
     return cells
 
 
-CONTEXTS = (after_salutations, after_first_names, after_roles, after_greetings, in_fields, in_tables)
+VERBS = set("""hat hatte ist war wird wurde kann konnte soll sollte muss musste will wollte darf meldet meldete
+    sagt sagte schreibt schrieb braucht brauchte kommt kam geht ging übernimmt übernahm bekommt bekam bittet bat
+    fragt fragte prüft prüfte kümmert ruft rief hilft half arbeitet leitet vertritt erreicht schickt schickte
+    bringt brachte holt holte weiß wusste findet fand""".split())  # after a first name alone: "Wiebke hat gesagt"
+
+
+def alone(text, toks):
+    """A listed first name on its own: before a verb ("Sandra meldet sich"), or sharing a surname
+    ("Rüdiger und Dagmar Weiß": Rüdiger)."""
+    for i, (s, e, raw) in enumerate(toks[:-1]):
+        if raw.endswith(".") or not is_first_name(raw) or not looks_like_name(raw) or raw.lower() in COMMON_LOWER:
+            continue
+        nxt = toks[i + 1][2]
+        if nxt in VERBS and "\n" not in text[e:toks[i + 1][0]]:
+            yield s, e
+        elif nxt in ("und", "&") and i + 2 < len(toks) and is_first_name(toks[i + 2][2]):
+            span = phrase(text, toks, i + 2, strong=False)
+            if span and " " in text[span[0]:span[1]]:
+                yield s, e
+
+
+def in_capitals(text, toks):
+    """Names in capitals with a listed first name: "MÜLLER, THOMAS", "THOMAS MÜLLER" (exports, forms)."""
+    for i in range(len(toks) - 1):
+        a, b = toks[i], toks[i + 2] if i + 2 < len(toks) and toks[i + 1][2] == "," else toks[i + 1]
+        if not (a[2].isupper() and b[2].isupper() and len(a[2]) > 2 and len(b[2]) > 2 and a[2].isalpha()
+                and b[2].replace("-", "").isalpha()) or "\n" in text[a[1]:b[0]]:
+            continue
+        surname, first = (a, b) if b is not toks[i + 1] else ((b, a) if is_first_name(a[2].title()) else (a, b))
+        if is_first_name(first[2].title()) and not is_first_name(surname[2].title()) and \
+                not is_noun(surname[2].title()) and surname[2].lower() not in STOP_WORDS:
+            yield a[0], b[1]
+
+
+def lower_case(text, toks):
+    """In a paragraph written all in lower case (a chat, a ticket typed fast): the word after "herr"/"frau"."""
+    if not re.search(r"\b(?:herrn?|frau)\b", text):
+        return
+    for paragraph in re.finditer(r"[^\n]+(?:\n[^\n]+)*", text):
+        inside = range(at(toks, paragraph.start()), at(toks, paragraph.end()))
+        words = [toks[k][2] for k in inside if toks[k][2][:1].isalpha()]
+        if len(words) < 8 or sum(w[:1].isupper() for w in words) > len(words) // 20:
+            continue
+        for i in inside:
+            if toks[i][2] in ("herr", "herrn", "frau") and i + 1 < len(toks):
+                j = skip_titles(toks, i + 1)
+                word = toks[j][2].rstrip(".") if j < len(toks) else ""
+                if word.isalpha() and word not in STOP_WORDS and not is_noun(word.title()) and \
+                        "\n" not in text[toks[i][1]:toks[j][0]]:
+                    yield toks[j][0], toks[j][0] + len(word)
+
+
+COMMON_LOWER = {"andre", "andres", "eitel", "gottlob", "reiner", "rosa"}  # first names that are German words too
+CONTEXTS = (after_salutations, after_first_names, after_roles, after_greetings, in_fields, in_tables, alone,
+            in_capitals, lower_case)
 
 
 def find(text):
@@ -346,7 +425,8 @@ def find(text):
              if len(w) > 2 and not initial(w) and w.lower() not in PARTICLES}
     for w in sorted(words):
         for m in re.finditer(r"(?<![\w-])" + re.escape(w) + r"(?![\w-])", text):
-            if all(m.end() <= ks or m.start() >= ke for ks, ke in kept) and not AFTER_ARTICLE.search(
-                    text[max(0, m.start() - 8):m.start()]):
-                kept.append((m.start(), m.end()))
+            before = text[max(0, m.start() - 12):m.start()]
+            if all(m.end() <= ks or m.start() >= ke for ks, ke in kept) and not AFTER_ARTICLE.search(before) \
+                    and not BEFORE_NOT_PERSON.search(before) and not AFTER_NOT_PERSON.match(text, m.end()):
+                kept.append((m.start(), m.end()))  # (not "Spedition Claußen e.K." after "Dieter Claußen")
     return [Match("NAME", s, e, text[s:e]) for s, e in sorted(kept)]

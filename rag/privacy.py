@@ -24,9 +24,10 @@ What makes a match more than a pattern (check digits where the format has one):
   ADRESSE, PLZ-ORT, HANDELSREGISTER, UST-ID, STEUERNUMMER, BIC   (rag/addresses.py)
 
 Business contacts stay readable: a phone number or e-mail address whose nearest cue before it is
-"Hotline", "Zentrale", "Service", "Support", "Helpdesk" (not a person: "Herr", "Frau", a name,
-"mobil", "privat"), or that is labelled "Tel."/"E-Mail" in a paragraph with a legal form (GmbH …)
-and no person's name, is kept, and so is every value matching RAG_PII_KEEP (parse_keep). The kept
+"Hotline", "Zentrale", "Service", "Support", "Helpdesk", "Bereitschaft", "Fax" (not a person:
+"Herr", "Frau", a name, "mich", "mobil", "privat", "Durchwahl"), a switchboard number ("…-0"), or
+one labelled "Tel."/"E-Mail" in a paragraph with a legal form (GmbH …) and no person's name before
+it (a signature), is kept, and so is every value matching RAG_PII_KEEP (parse_keep). The kept
 values and why are Masker.kept (ask_rag.py --explain: "Telefon behalten: 0421 555 3090 (Hotline)").
 Each kind can be switched off (parse_kinds: RAG_PII_KINDS / --pii-kinds "-ADRESSE,-PLZ-ORT").
 
@@ -56,8 +57,10 @@ PRIORITY = ("IBAN", "E-MAIL", "UST-ID", "BIC", "HANDELSREGISTER", "SVNR", "AUSWE
 LABELS = {"E-MAIL": "E-Mail", "TELEFON": "Telefon", "NAME": "Name", "ADRESSE": "Adresse", "PLZ-ORT": "PLZ und Ort",
           "STEUERNUMMER": "Steuernummer", "GEBURTSDATUM": "Geburtsdatum"}  # for "Telefon behalten: …"
 CUE_CHARS = 60  # how far before a phone number or e-mail address its cue (Hotline, Herr …) may stand
-BUSINESS = re.compile(r"(?i)hotline|zentrale|service|support|help-?desk|kundendienst")  # cues of a function contact
-PERSONAL = re.compile(r"(?i)\b(?:herrn?|frau|hr\.|fr\.)(?!\w)|mobil|handy|privat|persönlich|direkt")  # … of a person
+BUSINESS = re.compile(r"(?i)hotline|zentrale|service|support|help-?desk|kundendienst|bereitschaft|notdienst|"
+                      r"störung|vermittlung|fax")  # words for a function's number, not a person's
+PERSONAL = re.compile(r"(?i)\b(?:herrn?|frau|hr\.|fr\.|mich|mir|meine[mnrs]?)(?!\w)|mobil|handy|privat|persönlich|"
+                      r"direkt|durchwahl")  # … for a person's
 CONTACT_LABEL = re.compile(r"(?i)(?:\btel\.?|telefon|\bfon|\bfax|\bt|e-?mail|\bmail)\s*[:.]?\s*$")
 LEGAL_FORM = re.compile(r"\b(?:GmbH|AG|KG|OHG|SE|UG|e\.\s?V\.|mbH|KGaA|GbR|Ltd\.?|Inc\.?)(?!\w)")
 SENTENCE_END = re.compile(r"[.!?;]\s+(?=[A-ZÄÖÜ])")
@@ -83,7 +86,10 @@ ROLE_MAILBOXES = {  # local parts of function addresses: not a person, so not ma
     "helpdesk", "hostmaster", "hr", "info", "it", "karriere", "kontakt", "mail", "marketing", "monitoring",
     "newsletter", "noreply", "no-reply", "office", "personal", "phishing", "post", "postmaster", "presse",
     "raum", "rechnungen", "root", "sales", "security", "sekretariat", "service", "support", "team",
-    "tickets", "verwaltung", "vertrieb", "webmaster", "zentrale", "zoll"}
+    "tickets", "verwaltung", "vertrieb", "webmaster", "zentrale", "zoll", "rechnung", "eingang", "bestellung",
+    "auftrag", "anfrage", "reklamation", "lieferung", "versand", "lager", "logistik", "dispo", "jobs", "career",
+    "billing", "invoice", "accounting", "finance", "finanz", "lohn", "gehalt", "hotline", "servicedesk", "notfall",
+    "bereitschaft", "poststelle"}  # (also as the start of a longer part: "rechnungseingang", "supportteam")
 TEMPLATE_PARTS = {"vorname", "nachname", "name", "benutzer", "benutzername", "user", "username", "kuerzel",
                   "kürzel", "initialen"}  # "vorname.nachname@firma.de" explains a scheme, names nobody
 ICAO_ALPHABET = "0123456789CFGHJKLMNPRTVWXYZ"  # characters of German ID card and passport numbers
@@ -115,7 +121,7 @@ SVNR = re.compile(_B + r"(\d{2}) ?(\d{2})(\d{2})(\d{2}) ?([A-Z]) ?(\d{2}) ?(\d)"
 DOCUMENT = re.compile(_B + r"([CFGHJKLMNPRTVWXYZ][0-9CFGHJKLMNPRTVWXYZ]{8})(\d)" + _E)
 DOCUMENT_WORDS = re.compile(r"(?i)ausweis|reisepass|\bpass(?:nummer|-?nr\b|port)?\b|dokumentennummer")
 CARD = re.compile(_B + r"(\d{4}(?:[ -]\d{4}){3}(?:[ -]?\d{1,3})?|\d{4}[ -]\d{6}[ -]\d{4,5}|\d{13,19})" + _E)
-BIRTH = re.compile(r"(?i)(?:\bgeb\.-datum|\bgeburtsdatum|\bgeburtstag|\bgeboren(?:\s+am)?|\bgeb\.)\s*:?\s*(?:am\s+)?"
+BIRTH = re.compile(r"(?i)(?:\bgeb\.-datum|\bgeburtsdatum|\bgeburtstag|\bgeboren(?:\s+am)?|\bgeb\.)\s*:?\s*(?:am\b\s*:?\s*)?"
                    r"(?P<date>(?P<d>\d{1,2})\.\s?(?:(?P<m>\d{1,2})\.\s?|(?P<mname>[a-zä]{3,9})\.?\s+)"
                    r"(?P<y>\d{4}|\d{2})|(?P<iy>\d{4})-(?P<im>\d{2})-(?P<id>\d{2}))" + _E)
 
@@ -234,7 +240,11 @@ def role_mailbox(local):
     local = local.lower()
     if all(part in TEMPLATE_PARTS for part in re.split(r"[-_.]", local)):
         return True
-    return "." not in local and any(part in ROLE_MAILBOXES for part in re.split(r"[-_+]", local))
+    def role(part):
+        return part in ROLE_MAILBOXES or any(part.startswith(r) for r in ROLE_MAILBOXES if len(r) >= 4)
+    if "." not in local:
+        return any(role(part) for part in re.split(r"[-_+]", local))
+    return all(role(part) or part in ("it", "hr") for part in re.split(r"[-_.+]", local))  # "it.support"
 
 
 def find_emails(text):
@@ -375,8 +385,9 @@ def describe(kind_counts):
 def business_contact(text, m, people):
     """Why a phone number or e-mail address is a company's, not a person's (None: it is a person's).
 
-    Examples: "unter der Hotline 0421 555 3090" -> "Hotline"; "Hotline, sonst Frau Weber: 030 …" -> None;
-    "Hansa GmbH · Tel. 0421 555 3000" -> "Firmenkontakt"
+    The nearest cue before it decides, word by word (a word with both, "Bereitschaftshandy", is a
+    function's); a number ending in "-0" is a switchboard. Examples: "unter der Hotline 0421 555 3090"
+    -> "Hotline"; "Hotline, sonst Frau Weber: 030 …" -> None; "Hansa GmbH · Tel. 0421 555 3000" -> "Firmenkontakt"
     """
     if m.kind not in ("TELEFON", "E-MAIL"):
         return None
@@ -384,11 +395,18 @@ def business_contact(text, m, people):
     start = max(paragraph_start, m.start - CUE_CHARS)
     ends = [e.end() for e in SENTENCE_END.finditer(text, start, m.start)]
     start = ends[-1] if ends else start
-    before = text[start:m.start]
-    personal = [p.end() for p in PERSONAL.finditer(before)] + [p.end - start for p in people if start <= p.start < m.start]
-    business = list(BUSINESS.finditer(before))
-    if business and business[-1].start() >= max(personal, default=-1):
-        return business_reason(business[-1].group())
+    cues = [(p.end, "personal", "") for p in people if start <= p.start < m.start]
+    window = re.sub(r"\S+@\S+|https?://\S+", lambda u: " " * len(u.group()), text[start:m.start])  # not "support@…"
+    for w in re.finditer(r"[\w-]+\.?", window):
+        business = BUSINESS.search(w.group())
+        if business or PERSONAL.search(w.group()):
+            cues.append((start + w.end(), "business" if business else "personal", business and business.group()))
+    nearest = max(cues, default=(0, None, None))
+    if nearest[1] == "business":
+        return business_reason(nearest[2])
+    personal = nearest[1] == "personal"
+    if m.kind == "TELEFON" and re.search(r"[-–]\s?0$", m.value):
+        return "Zentrale"  # 040 123456-0: the switchboard of the line, not an extension
     line_end = text.find("\n", m.end)
     after = re.match(r"\s*(?:[(–-]|ist|=)\s*(?:die|unsere|der|unser|zur|zum)?\s*[\w-]*?(" + BUSINESS.pattern[4:] + r")",
                      text[m.end:len(text) if line_end < 0 else line_end], re.I)  # "0800 123 (Hotline)", "… ist die Hotline"
@@ -397,10 +415,10 @@ def business_contact(text, m, people):
     paragraph_end = text.find("\n\n", m.end)
     paragraph_end = len(text) if paragraph_end < 0 else paragraph_end
     mobile = m.kind == "TELEFON" and normalise("TELEFON", m.value)[:5] in ("+4915", "+4916", "+4917")
-    if (CONTACT_LABEL.search(before) and not personal and not mobile
+    if (CONTACT_LABEL.search(text[start:m.start]) and not personal and not mobile
             and LEGAL_FORM.search(text, paragraph_start, paragraph_end)
-            and not any(paragraph_start <= p.start < paragraph_end for p in people)):
-        return "Firmenkontakt"
+            and not any(paragraph_start <= p.start < m.start for p in people)):
+        return "Firmenkontakt"  # a company's block, not a person's signature (a name after it: Geschäftsführer …)
     return None
 
 
@@ -408,7 +426,8 @@ def business_reason(word):
     """Example: "IT-Helpdesk"'s "helpdesk" -> "Helpdesk" """
     low = word.lower().replace("-", "")
     return {"hotline": "Hotline", "zentrale": "Zentrale", "service": "Service", "support": "Support",
-            "helpdesk": "Helpdesk", "kundendienst": "Kundendienst"}.get(low, word)
+            "helpdesk": "Helpdesk", "kundendienst": "Kundendienst", "bereitschaft": "Bereitschaft", "notdienst": "Notdienst", "störung": "Störungsannahme", "vermittlung": "Vermittlung",
+            "fax": "Fax"}.get(low, word)
 
 
 def parse_keep(spec):
@@ -481,7 +500,7 @@ def normalise(kind, value):
         if m:
             month = int(m.group("m")) if m.group("m") else MONTHS.get(m.group("mname").lower(), 0)
             return f"{m.group('y')}-{month:02d}-{int(m.group('d')):02d}"
-    if kind in ("ADRESSE", "HANDELSREGISTER", "STEUERNUMMER", "UST-ID"):
+    if kind in ("ADRESSE", "PLZ-ORT", "HANDELSREGISTER", "STEUERNUMMER", "UST-ID"):
         return addresses.normalise(kind, value)
     if kind == "NAME":
         return " ".join(value.replace(",", " ").split()).upper()
@@ -531,6 +550,24 @@ class Masker:
             return text
         return mask(text, self)
 
+    def mask_all(self, texts):
+        """Mask several texts as one: every value found in any of them is masked in all ("Weber" alone in
+        the first source, "Frau Weber" in the third). Example: ["Weber hat …", "Frau Weber"] -> ["[NAME 1] hat …", "Frau [NAME 1]"]"""
+        if not self.active:
+            return list(texts)
+        found = [self.find(text) if text else [] for text in texts]
+        for matches in found:
+            for m in matches:
+                self.placeholder(m.kind, m.value)
+        out = []
+        for text, matches in zip(texts, found):
+            pieces, last = [], 0
+            for m in matches:
+                pieces += [text[last:m.start], self.placeholder(m.kind, m.value)]
+                last = m.end
+            out.append(self.mask_known("".join(pieces) + text[last:]) if text else text)
+        return out
+
     def mask_known(self, text):
         """Mask values met before wherever they stand alone again (a name word not after an article)."""
         for value in sorted(self.known, key=len, reverse=True):
@@ -573,8 +610,12 @@ def protect(question, sources, mode, kinds=None, keep=()):
     if mode == "flag":
         return question, [dataclasses.replace(s, flags=s.flags + flags(s.heading + "\n" + s.content, masker))
                           for s in sources], masker
-    question = masker.mask(question)  # first: the question's values get the low numbers
-    shown = [dataclasses.replace(s, content=masker.mask(s.content), heading=masker.mask(s.heading),
-                                 flags=[{**f, "match": masker.mask(f["match"])} for f in s.flags])
-             for s in sources]
+    texts = [question] + [t for s in sources for t in (s.content, s.heading, *(f["match"] for f in s.flags))]
+    masked = iter(masker.mask_all(texts))  # the question's values get the low numbers
+    question = next(masked)
+    shown = []
+    for s in sources:
+        content, heading = next(masked), next(masked)
+        shown.append(dataclasses.replace(s, content=content, heading=heading,
+                                         flags=[{**f, "match": next(masked)} for f in s.flags]))
     return question, shown, masker

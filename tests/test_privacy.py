@@ -9,6 +9,7 @@ measurement is evaluate.py --pii eval/pii_blind.jsonl.
 """
 import json
 import re
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -104,6 +105,7 @@ def test_icao_7_3_1_check_digit(chars, digit):
     ("Der Neue (geboren am 3. Mai 1979) tritt am 1. April ein.", "GEBURTSDATUM", "3. Mai 1979"),
     ("Geb.-Datum: 1985-03-12", "GEBURTSDATUM", "1985-03-12"),
     ("Geburtstag: 12.3.85", "GEBURTSDATUM", "12.3.85"),
+    ("Geb. am: 01.02.1980", "GEBURTSDATUM", "01.02.1980"),
 ])
 def test_each_kind_is_found_in_running_text(text, kind, value):
     assert found(text) == [(kind, value)]
@@ -167,6 +169,16 @@ NAMES = [  # (text, the names as written, without salutation, title or role word
     ("gez. Müller", ["Müller"]),
     ("Unsere Ansprechpartnerin, Jolanda Krüger, hilft gern.", ["Jolanda Krüger"]),
     ("Frau Bürgermeisterin Weber eröffnet das Lager.", ["Weber"]),  # a role between salutation and name
+    ("Sandra meldet sich morgen zurück.", ["Sandra"]),  # a first name alone, before a verb
+    ("Paul und Lisa Brandt kommen beide.", ["Paul", "Lisa Brandt"]),
+    ("SCHMIDT, ANNA – Ausweis gesperrt", ["SCHMIDT, ANNA"]),  # capitals, as exports write them
+    ("| Name | Raum |\n|---|---|\n| Brandt, Lisa | 2.14 |", ["Brandt, Lisa"]),
+    ("bitte frau schulze anrufen, sie weiß bescheid und hilft dir gleich weiter", ["schulze"]),  # all lower case
+    ("Ansprechpartnerin Einkauf: Ayşe Yıldız", ["Ayşe Yıldız"]),  # a role word with its department
+    ("Minh Anh Tran übernimmt die Schicht.", ["Minh Anh Tran"]),
+    ("Inhaberin Petra Voss führt die Voss Logistik GmbH.", ["Petra Voss"]),  # the surname again, in a firm: no name
+    ("Unser Kollege Emre Çelik kennt das System.", ["Emre Çelik"]),  # a surname ending in -ik
+    ("Teilnehmerliste Brandschutz: Jolanda Krüger (Lager), Bjarne Ohlsen (IT)", ["Jolanda Krüger", "Bjarne Ohlsen"]),
 ]
 NOT_NAMES = [
     "Die Ansprechpartnerin wird noch benannt.",
@@ -187,6 +199,7 @@ NOT_NAMES = [
     "Mit freundlichen Grüßen\nVorname Nachname\nFunktion | Abteilung",  # a signature template
     "Ansprechpartnerin: Geschäftsführerin",
     "Die Jacke ist von Tom Tailor, das Paket kam mit Otto Versand.",  # brands named after people
+    "Wer bleibt Herr der Lage, wenn die Schichtleitung fehlt?",
 ]
 
 
@@ -224,6 +237,12 @@ PLACES = [
     ("Sitz: 99084 Erfurt", [("PLZ-ORT", "99084 Erfurt")]),
     ("Versand ab 37073 Göttingen", [("PLZ-ORT", "37073 Göttingen")]),  # a listed town
     ("Lieferanschrift\n37434 Gieboldehausen", [("PLZ-ORT", "37434 Gieboldehausen")]),  # alone on its line
+    ("Lieferadresse Schillerstraße 4, 10625 Berlin", [("ADRESSE", "Schillerstraße 4"), ("PLZ-ORT", "10625 Berlin")]),
+    ("Zwischen den Brücken 2, 28195 Bremen", [("ADRESSE", "Zwischen den Brücken 2"), ("PLZ-ORT", "28195 Bremen")]),
+    ("Treffpunkt Gänsemarkt 21 oder Steinwall 3", [("ADRESSE", "Gänsemarkt 21"), ("ADRESSE", "Steinwall 3")]),
+    ("Hinterhof Brauergang 5, 20459 Hamburg", [("ADRESSE", "Brauergang 5"), ("PLZ-ORT", "20459 Hamburg")]),
+    ("neue adresse ist schillerstraße 4, 10625 berlin", [("ADRESSE", "schillerstraße 4"), ("PLZ-ORT", "10625 berlin")]),
+    ("Werk II, 06108 Halle (Saale)", [("PLZ-ORT", "06108 Halle (Saale)")]),
     ("Amtsgericht Hamburg, HRB 12345", [("HANDELSREGISTER", "HRB 12345")]),
     ("Registergericht Bremen HRA 4711", [("HANDELSREGISTER", "HRA 4711")]),
     ("Eingetragen unter HRB-Nr. 98765 B", [("HANDELSREGISTER", "HRB-Nr. 98765")]),
@@ -235,6 +254,9 @@ PLACES = [
     ("Steuernummer des Vereins 2181508150", [("STEUERNUMMER", "2181508150")]),
     ("Steuernummer 9181/815/08155", [("STEUERNUMMER", "9181/815/08155")]),
     ("BIC: COBADEFFXXX", [("BIC", "COBADEFFXXX")]),
+    ("bic: deutdedbxxx (aus dem chat)", [("BIC", "deutdedbxxx")]),
+    ("Die Steuernummer bitte im Formular ganz unten in das Feld eintragen: 2893081508152",
+     [("STEUERNUMMER", "2893081508152")]),
     ("IBAN siehe Rechnung, SWIFT-Code DEUTDEDBHAM", [("BIC", "DEUTDEDBHAM")]),
 ]
 NOT_PLACES = [
@@ -252,6 +274,10 @@ NOT_PLACES = [
     "COBADEFFXXX steht auf dem Beleg.",
     "HRB steht für Handelsregister Abteilung B.",
     "BIC: bitte bei der Bank erfragen",
+    "bic: erfragen",
+    "Ticket 10625: Berlin meldet einen Ausfall.",
+    "Kostenstelle 20355 Hamburg Vertrieb",
+    "Ein Gang 3 Stunden durch das Lager; Vorgang 123 ist erledigt.",
 ]
 
 
@@ -269,6 +295,7 @@ def test_streets_as_topics_numbers_and_codes_without_context_are_not_found(text)
     ("ADRESSE", "Hauptstraße 12 a", "Hauptstr. 12a"), ("HANDELSREGISTER", "HRB 12345 B", "HRB-Nr. 12345"),
     ("STEUERNUMMER", "21/815/08150", "21 815 08150"), ("UST-ID", "DE 136 695 976", "DE136695976"),
     ("NAME", "Thomas  Müller", "Thomas Müller"), ("PLZ-ORT", "20095  Hamburg", "20095 Hamburg"),
+    ("PLZ-ORT", "06108 Halle (Saale)", "06108 Halle"),
 ])
 def test_one_value_in_two_spellings_is_one_value(kind, a, b):
     assert privacy.normalise(kind, a) == privacy.normalise(kind, b)
@@ -289,6 +316,18 @@ def test_one_value_in_two_spellings_is_one_value(kind, a, b):
      [("TELEFON", "0421 555 3000", "Firmenkontakt")], [("ADRESSE", "Stephanikirchweide 8"), ("PLZ-ORT", "28217 Bremen")]),
     ("Müller Logistik GmbH\nAnsprechpartnerin: Frau Weber, Tel. 040 6696900", [],
      [("NAME", "Weber"), ("TELEFON", "040 6696900")]),
+    ("Außerhalb der Geschäftszeiten: Bereitschaftshandy 0171 2233445", [("TELEFON", "0171 2233445", "Bereitschaft")], []),
+    ("Frau Weber, Tel. 030 1234567, Fax 030 1234568", [("TELEFON", "030 1234568", "Fax")],
+     [("NAME", "Weber"), ("TELEFON", "030 1234567")]),
+    ("Ihre Ansprechpartnerin Frau Weber erreichen Sie über 040 66969-0.", [("TELEFON", "040 66969-0", "Zentrale")],
+     [("NAME", "Weber")]),  # "-0": the switchboard
+    ("Im Notfall erreichen Sie mich unter 0171 2345678.", [], [("TELEFON", "0171 2345678")]),
+    ("Viele Grüße\nAnna Weber\nNordlicht Logistik GmbH\nTel.: 040 66969-21", [],  # a signature: her direct line
+     [("NAME", "Anna Weber"), ("TELEFON", "040 66969-21")]),
+    ("Nordlicht Logistik GmbH\nTel.: 040 66969-10\nGeschäftsführer: Henrik Lorenzen",  # an imprint
+     [("TELEFON", "040 66969-10", "Firmenkontakt")], [("NAME", "Henrik Lorenzen")]),
+    ("Fragen an it.support@example.de oder an anna.weber@example.de", [], [("E-MAIL", "anna.weber@example.de")]),
+    ("Belege an rechnungswesen@example.de, Bestellungen an bestellungen@example.de", [], []),  # function mailboxes
 ])
 def test_business_contacts_stay_readable(text, kept, masked):
     matches, kept_values = privacy.scan(text)
@@ -422,11 +461,11 @@ SHOWN = POSITIVES + OWN  # every text the scripts are run on
 VALUES = sorted({e["value"] for item in SHOWN for e in item["entities"]})
 
 
-def pii_wiki(root):
-    """Every positive text of eval/pii.jsonl and of NAMES and PLACES, on a few pages; "mailbox" makes
-    the fake vectors non-trivial."""
+def pii_wiki(root, items=None):
+    """Every positive text of eval/pii.jsonl and of NAMES and PLACES (or of `items`), on a few pages;
+    "mailbox" makes the fake vectors non-trivial."""
     pages = {}
-    for n, item in enumerate(SHOWN):
+    for n, item in enumerate(SHOWN if items is None else items):
         page = f"personal/seite-{n % 4}.md"
         pages.setdefault(page, f"# Personalakte {n % 4}\n\nMailbox-Notizen.\n")
         pages[page] += f"\n{item['text']}\n"
@@ -442,10 +481,10 @@ def pii_env(fake_embedding, tmp_path):
     return fake_embedding
 
 
-def leaked(text):
+def leaked(text, values=None):
     """The positive values found in `text`: as written (a whole word), or without spaces and dashes (numbers)."""
     compact = privacy._compact(text)
-    return [v for v in VALUES if re.search(r"(?<!\w)" + re.escape(v) + r"(?!\w)", text)
+    return [v for v in (VALUES if values is None else values) if re.search(r"(?<!\w)" + re.escape(v) + r"(?!\w)", text)
             or any(c.isdigit() for c in v) and privacy._compact(v) in compact]
 
 
@@ -479,6 +518,37 @@ def test_no_raw_value_in_prompt_json_context_or_audit_log(pii_env):
                         ("--show-context/--explain/--show-prompt", before_answer), ("sources", after_answer),
                         ("stderr", as_json.stderr + shown.stderr)]:
         assert not leaked(text), f"{where}: {leaked(text)}"
+
+
+BLIND = [json.loads(line) for line in (ROOT / "eval" / "pii_blind.jsonl").read_text(encoding="utf-8").splitlines()
+         if line.strip()]  # written apart from the recogniser (eval/pii_blind.README.md)
+BLIND_POSITIVES = [item for item in BLIND if item["entities"]]
+
+
+def test_no_positive_of_the_blind_set_in_prompt_json_context_or_audit_log(fake_embedding, tmp_path):
+    near_misses = " ".join(item["text"] for item in BLIND if not item["entities"])  # "der Koch der Kantine"
+    values = sorted({e["value"] for item in BLIND_POSITIVES for e in item["entities"]
+                     if not re.search(r"(?<!\w)" + re.escape(e["value"]) + r"(?!\w)", near_misses)})
+    built = run_script("build_index.py", "--wiki", pii_wiki(tmp_path / "wiki", BLIND_POSITIVES), env=fake_embedding)
+    assert built.returncode == 0 and not leaked(built.stdout + built.stderr, values), built.stderr
+    every = ["--mode", "vector", "--top-k", "1000", "--max-per-file", "1000", "--no-floor"]
+    answer = ["Laut [1] gehört ", values[0], " zu ", values[-1], "."]  # a model that repeats values
+    with FakeLlamaServer(answer=answer) as server:
+        env = {**fake_embedding, "LLAMA_SERVER_URL": server.url}
+        as_json = run_script("ask_rag.py", *every, "--json", QUESTION, env=env)
+        shown = run_script("ask_rag.py", *every, "--show-context", "--show-prompt", "--explain", QUESTION, env=env)
+    assert as_json.returncode == 0 and shown.returncode == 0, as_json.stderr + shown.stderr
+    prompts = [r["body"]["prompt"] for r in server.completions()]
+    assert len(prompts) == 2 and "[NAME 1]" in prompts[0]
+    conn = sqlite3.connect(fake_embedding["RAG_DB"])
+    assert len(load_json(as_json.stdout)["sources"]) == conn.execute("SELECT COUNT(*) FROM docs").fetchone()[0]
+    conn.close()  # every chunk was in the prompt
+    audit_log = Path(fake_embedding["RAG_AUDIT"]).read_text(encoding="utf-8")
+    before_answer, after_answer = shown.stdout.split("--- Ende Prompt ---")[0], shown.stdout.split("\nQuellen:")[1]
+    for where, text in [("prompt", "\n".join(prompts)), ("--json", as_json.stdout), ("audit", audit_log),
+                        ("--show-context/--explain/--show-prompt", before_answer), ("sources", after_answer),
+                        ("stderr", as_json.stderr + shown.stderr)]:  # (the streamed answer is the model's own text)
+        assert not leaked(text, values), f"{where}: {leaked(text, values)}"
 
 
 def test_flag_mode_keeps_the_text_and_flags_the_sources(pii_env):
