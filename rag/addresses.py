@@ -6,13 +6,15 @@
     -> [Match("HANDELSREGISTER", 20, 29, "HRB 12345"), Match("UST-ID", 41, 52, "DE136695976")]
     find("Die Hauptstraße ist gesperrt.") -> []
 
-  ADRESSE          street + house number ("12", "12a", "12 a", "12-14", "7/1"): one word ending in a street
-                   suffix (-straße, -str., -weg, -allee, -platz, -gasse, -ring, -damm, -chaussee, -ufer,
-                   -steig, -stieg, -pfad, -graben, -kai, -promenade, -twiete, -deich, -kamp), hyphenated
+  ADRESSE          street + house number ("12", "12a", "12 a", "12-14", "7/1"; no year): one word ending in a
+                   street suffix (-straße, -str., -weg, -allee, -platz, -gasse, -ring, -damm, -chaussee, -ufer,
+                   -steig, -stieg, -pfad, -graben, -kai, -promenade, -twiete, -deich, -kamp, -markt, -wall,
+                   -gang; not NOT_STREETS such as "Arbeitsplatz", "Vorgang"), hyphenated
                    ("Karl-Marx-Straße 5"), two words ("Potsdamer Straße 7", "Neuer Wall 5"), a preposition
                    ("Am Markt 3", "An der Alster 4", "Unter den Linden 77": then only before a comma, a
                    line end or a full stop, and not a weekday or the like), or any word + number right
-                   before a postcode ("Stephanikirchweide 8, 28217 Bremen")
+                   before a postcode ("Stephanikirchweide 8, 28217 Bremen"); in lower case only together
+                   with a postcode ("bäckerbreitergang 14, 20355 hamburg")
   PLZ-ORT          five digits (01001–99998) + town, when the town is in data/orte.txt, an address or a
                    legal form stands right before it, a word such as "PLZ", "Anschrift", "Sitz", or
                    when postcode and town stand alone between commas or lines ("…, 37434 Gieboldehausen");

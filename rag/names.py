@@ -7,11 +7,16 @@
 
 The value is the name as written, without salutation, title or role word. Contexts:
   salutation  Herr/Herrn/Frau/Hr./Fr. and titles (Dr., Prof., Dipl.-Ing. …), also after "Hallo", "Liebe"
-  first name  a first name from data/vornamen.txt (Faker, MIT) followed by a surname: "Frank Jessen"
-  role word   Ansprechpartner(in), zuständig, Mitarbeiter(in), Kontakt, Vertretung, IT-Leiter, …beauftragte
+  first name  a first name from data/vornamen.txt (Faker, MIT) followed by a surname: "Frank Jessen";
+              alone before a verb ("Sandra meldet sich") or sharing a surname ("Paul und Lisa Brandt")
+  role word   Ansprechpartner(in), zuständig, Mitarbeiter(in), Kontakt, Vertretung, IT-Leiter, …beauftragte,
+              also with a department before the colon ("Ansprechpartnerin Einkauf: …")
   signature   "Mit freundlichen Grüßen", "Viele Grüße", "i. A.", "gez." and the name after it
-  field       "Name:", "Vorname:", "Nachname:", "Name, Vorname: Mustermann, Max"
+  field       "Name:", "Vorname:", "Von:", "Cc:", "Teilnehmer:" (a list too), "Name, Vorname: Mustermann, Max"
   table       cells of a column titled Name, Ansprechpartner(in), Mitarbeiter(in), Kontakt, Vertretung …
+              ("Kruse, Jana" as one)
+  capitals    "MÜLLER, THOMAS", "THOMAS MÜLLER" with a listed first name; in a paragraph written all in
+              lower case, the word after "herr"/"frau"
   repeat      a surname or first name found by one of the above, again elsewhere in the text
 A name is one to three capitalised words (hyphens, apostrophes and accents allowed, particles
 such as "von der" before the surname); a second word is taken only after a listed first name or
@@ -20,7 +25,7 @@ German nouns by their ending (-ung, -heit, -schaft …) or by STOP_WORDS never c
 do names followed by a legal form or an institution ("Robert Bosch GmbH", "Max-Planck-Institut").
 
 Does not handle: names without any of these contexts and without a listed first name ("Jolanda
-schreibt …"), names in lower case or capitals, surnames that are nouns after a dative ("Herrn
+schreibt …"), other names in lower case or capitals, surnames that are nouns after a dative ("Herrn
 Müller Zugang geben" is cut right only for the nouns in STOP_WORDS), genitives ("Müllers
 Laptop" is missed), nicknames, names split over two lines, names inside e-mail addresses (that
 is E-MAIL), and two persons with the same surname (a bare "Weber" then takes the first one's
