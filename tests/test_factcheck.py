@@ -237,14 +237,15 @@ def test_wrong_duration_is_shown_after_the_citation_line(env):
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     assert lines[0] == "Die Frist beträgt 14 Tage [1]."
-    assert lines[-2].startswith("Zitate: [1] gültig") and lines[-1] == "Nicht in den Quellen: 14 Tage"
+    assert lines[-1] == "Nicht in den Quellen: 14 Tage"  # after the citation line and the support lines
+    assert "Zitate: [1] gültig" in lines[:-1]
 
 
 def test_correct_paraphrase_shows_nothing(env):
     result = ask(env, ["Die Frist beträgt drei Monate", " [1]."])
     assert result.returncode == 0, result.stderr
     assert "Nicht in den Quellen" not in result.stdout
-    assert result.stdout.splitlines()[-1].startswith("Zitate: [1] gültig")
+    assert "Zitate: [1] gültig" in result.stdout.splitlines()
 
 
 @pytest.mark.parametrize("answer, expected", [
