@@ -209,6 +209,22 @@ def parse_args(argv=None):
     parser.add_argument("--pii-keep", default=os.environ.get("RAG_PII_KEEP", ""), metavar="WERTE",
                         help="Werte oder Muster, die lesbar bleiben, durch Kommas getrennt, z. B. \"040 66969*,"
                              "NAME:Henrik Lorenzen\" (RAG_PII_KEEP; --explain zeigt, was behalten wurde)")
+    parser.add_argument("--serve", action="store_true",
+                        help="Web-Seite und OpenAI-kompatible API starten (rag/web.py), statt eine Frage zu beantworten")
+    parser.add_argument("--host", default=config.env_str("RAG_SERVE_HOST", "127.0.0.1"),
+                        help="Adresse für --serve (RAG_SERVE_HOST, Standard: 127.0.0.1; eine andere nur mit --serve-key)")
+    parser.add_argument("--port", type=int, default=config.env_int("RAG_SERVE_PORT", 8090),
+                        help="Port für --serve (RAG_SERVE_PORT, Standard: 8090; 0 = ein freier)")
+    parser.add_argument("--serve-key", default=os.environ.get("RAG_SERVE_KEY"),
+                        help="Schlüssel, den jede Anfrage an --serve als Bearer-Token braucht (RAG_SERVE_KEY; "
+                             "nicht derselbe wie --api-key, der an die Modell-Server geht)")
+    parser.add_argument("--serve-slots", type=int, default=config.env_int("RAG_SERVE_SLOTS", None), metavar="N",
+                        help="höchstens N Fragen gleichzeitig (RAG_SERVE_SLOTS; Standard: Slots des llama-server)")
+    parser.add_argument("--serve-queue", type=int, default=config.env_int("RAG_SERVE_QUEUE", None), metavar="N",
+                        help="so viele Fragen warten auf einen Platz, weitere bekommen sofort „ausgelastet“ "
+                             "(RAG_SERVE_QUEUE; Standard: so viele wie --serve-slots)")
+    parser.add_argument("--mcp", action="store_true",
+                        help="als MCP-Server über stdin/stdout laufen (Werkzeuge search_wiki, ask_wiki; rag/mcp_server.py)")
     args = parser.parse_args(joined_kinds(sys.argv[1:] if argv is None else argv))
     args.server = args.server.rstrip("/").removesuffix("/v1")  # an OpenAI base URL (…/v1) works too
     if args.pii not in privacy.MODES:
@@ -219,6 +235,8 @@ def parse_args(argv=None):
         fail(f"--pii-kinds/RAG_PII_KINDS: {exc} – z. B. -ADRESSE,-PLZ-ORT oder IBAN,TELEFON,NAME", 2)
     if args.top_k < 1 or args.max_per_file < 1:
         fail("--top-k und --max-per-file müssen mindestens 1 sein", 2)
+    if (args.serve_slots is not None and args.serve_slots < 1) or (args.serve_queue or 0) < 0:
+        fail("--serve-slots muss mindestens 1 sein, --serve-queue mindestens 0", 2)
     return args
 
 
@@ -245,6 +263,13 @@ def main():
     if args.audit_show is not None:
         print(audit.show(args.audit or audit.default_path(args.db), args.audit_show))
         return
+    if args.serve or args.mcp:  # the long-running doors: the same core, their own formats
+        from rag import mcp_server, web
+        try:
+            return (web.serve(settings_from(args), args.host, args.port, args.serve_key, args.serve_slots,
+                              args.serve_queue) if args.serve else mcp_server.serve(settings_from(args)))
+        except core.CoreError as exc:
+            fail(str(exc))
     if not (args.question or "").strip():
         fail('keine Frage angegeben – so fragen: python3 ask_rag.py "Wie lege ich eine Mailbox an?"', 2)
     done = show(core.ask(args.question, settings_from(args)), args)
