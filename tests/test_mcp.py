@@ -1,0 +1,103 @@
+"""`ask_rag.py --mcp` (rag/mcp_server.py) through the official MCP SDK's client, which starts the
+server as a subprocess, and once as raw JSON-RPC lines on stdin."""
+import asyncio
+import json
+import os
+import sys
+
+import pytest
+
+from conftest import ROOT, assert_one_error_line, run_script
+from fake_server import FakeLlamaServer
+
+
+@pytest.fixture
+def env(fake_embedding, small_wiki):
+    result = run_script("build_index.py", "--wiki", small_wiki, env=fake_embedding)
+    assert result.returncode == 0, result.stderr
+    return {**os.environ, **fake_embedding}
+
+
+def session_run(env, steps):
+    """Start the server with the SDK's stdio client, initialize, run `steps(session)`, return what it returns."""
+    from mcp import ClientSession, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    async def main():
+        params = StdioServerParameters(command=sys.executable, args=[str(ROOT / "ask_rag.py"), "--mcp"], env=env,
+                                       cwd=str(ROOT))
+        async with stdio_client(params) as streams:
+            async with ClientSession(streams[0], streams[1]) as session:
+                info = await session.initialize()
+                return info.model_dump(by_alias=True, mode="json"), await steps(session)
+
+    return asyncio.run(asyncio.wait_for(main(), 60))
+
+
+def dump(result):
+    return result.model_dump(by_alias=True, mode="json")
+
+
+def test_sdk_client_lists_both_tools_with_the_folders(env):
+    async def steps(session):
+        return dump(await session.list_tools())
+    info, listed = session_run(env, steps)
+    assert info["serverInfo"]["name"] == "rag-ohne-magie" and "tools" in info["capabilities"]
+    tools = {t["name"]: t for t in listed["tools"]}
+    assert set(tools) == {"search_wiki", "ask_wiki"}
+    assert tools["search_wiki"]["inputSchema"]["required"] == ["query"]
+    assert "mail/, netzwerk/" in tools["ask_wiki"]["inputSchema"]["properties"]["folder"]["description"]
+
+
+def test_search_wiki_returns_ranked_chunks_with_text(env):
+    async def steps(session):
+        return [dump(await session.call_tool("search_wiki", {"query": "Wie lege ich eine Mailbox an?", "k": 2})),
+                dump(await session.call_tool("search_wiki", {"query": "Mailbox", "k": 3, "folder": "netzwerk"}))]
+    _, (mail, netz) = session_run(env, steps)
+    chunks = mail["structuredContent"]["chunks"]
+    assert [c["n"] for c in chunks] == [1, 2] and {c["path"] for c in chunks} == {"mail/mailbox-anlegen.md"}
+    assert any("cm user/vorname.nachname" in c["text"] for c in chunks) and all(c["heading"] for c in chunks)
+    assert json.loads(mail["content"][0]["text"]) == mail["structuredContent"] and not mail["isError"]
+    assert {c["path"] for c in netz["structuredContent"]["chunks"]} == {"netzwerk/vpn.md"}
+
+
+def test_ask_wiki_answers_with_sources_and_checks(env):
+    async def steps(session):
+        return dump(await session.call_tool("ask_wiki", {"question": "Wie lege ich eine Mailbox an?"}))
+    with FakeLlamaServer(answer=["Mit cm", " [2]."]) as fake:
+        _, result = session_run({**env, "LLAMA_SERVER_URL": fake.url}, steps)
+    out = result["structuredContent"]
+    assert out["answer"] == "Mit cm [2]." and out["checks"]["citations"]["valid"] == [2] and out["sources"]
+
+
+def test_expected_failures_are_tool_errors_in_german(env):
+    async def steps(session):
+        results = [dump(await session.call_tool("search_wiki", {"query": "VPN", "folder": "gibtsnicht"}))]
+        for bad in ({"query": "VPN", "k": 0}, {"query": ""}, {}):
+            try:
+                await session.call_tool("search_wiki", bad)
+                results.append(None)
+            except Exception as exc:  # the SDK raises the JSON-RPC error (MCPError / McpError by version)
+                results.append(str(exc))
+        return results
+    _, (folder, k0, empty, missing) = session_run(env, steps)
+    assert folder["isError"] and folder["content"][0]["text"].startswith("Fehler: unter gibtsnicht/ liegt keine Seite")
+    assert "k muss eine ganze Zahl" in k0 and "query fehlt" in empty and "query fehlt" in missing
+
+
+def test_raw_lines_get_json_rpc_replies_and_stdout_has_nothing_else(env):
+    lines = [{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2024-11-05"}},
+             {"jsonrpc": "2.0", "method": "notifications/initialized"},
+             {"jsonrpc": "2.0", "id": 2, "method": "ping"}, {"jsonrpc": "2.0", "id": 3, "method": "gibtsnicht"}]
+    stdin = "\n".join(map(json.dumps, lines)) + "\nkein json\n"
+    result = run_script("ask_rag.py", "--mcp", env=env, input=stdin, timeout=60)
+    replies = [json.loads(line) for line in result.stdout.splitlines()]
+    assert result.returncode == 0 and [r.get("id") for r in replies] == [1, 2, 3, None]
+    assert replies[0]["result"]["protocolVersion"] == "2024-11-05" and replies[1]["result"] == {}
+    assert replies[2]["error"]["code"] == -32601 and replies[3]["error"]["code"] == -32700
+    assert result.stderr.startswith("MCP-Server bereit (stdio)")
+
+
+def test_without_an_index_it_says_so_before_serving(env, tmp_path):
+    result = run_script("ask_rag.py", "--mcp", env={**env, "RAG_DB": str(tmp_path / "fehlt.db")}, input="", timeout=30)
+    assert_one_error_line(result, "python3 build_index.py")

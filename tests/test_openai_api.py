@@ -1,0 +1,102 @@
+"""The OpenAI-compatible door of `ask_rag.py --serve` (rag/openai_api.py), through the official
+`openai` client and through plain `requests`, as Open WebUI and other clients call it."""
+import os
+
+import pytest
+import requests
+
+from conftest import run_script
+from fake_server import FakeLlamaServer
+from rag import openai_api
+from serving import Serving, sse_events
+
+QUESTION = "Wie lege ich eine Mailbox an?"
+MESSAGES = [{"role": "system", "content": "Du bist hilfreich."}, {"role": "user", "content": "Hallo"},
+            {"role": "assistant", "content": "Hallo! Was möchtest du wissen?"}, {"role": "user", "content": QUESTION}]
+
+
+@pytest.fixture
+def served(fake_embedding, small_wiki):
+    result = run_script("build_index.py", "--wiki", small_wiki, env=fake_embedding)
+    assert result.returncode == 0, result.stderr
+    with FakeLlamaServer(answer=["Mit cm", " [2]."]) as fake:
+        with Serving({**os.environ, **fake_embedding, "LLAMA_SERVER_URL": fake.url, "RAG_SERVE_KEY": "k"}) as server:
+            yield server, fake
+
+
+def client(server):
+    from openai import OpenAI
+    return OpenAI(base_url=server.url + "/v1", api_key="k", max_retries=0, timeout=30)
+
+
+def test_openai_client_lists_the_wiki_and_its_folders(served):
+    server, _ = served
+    assert [m.id for m in client(server).models.list()] == ["wiki", "wiki/mail", "wiki/netzwerk"]
+
+
+def test_openai_client_gets_the_answer_with_footnotes_and_structured_sources(served):
+    server, fake = served
+    completion = client(server).chat.completions.create(model="wiki", messages=MESSAGES)
+    content = completion.choices[0].message.content
+    assert content.startswith("Mit cm [2].\n\nQuellen:\n- [1] mail/mailbox-anlegen.md")
+    assert "- [2] mail/mailbox-anlegen.md › Mailbox anlegen (zitiert)" in content and content.endswith("Zitate: [2] gültig")
+    rag = completion.model_extra["rag"]
+    assert [s["path"] for s in rag["sources"]][:2] == ["mail/mailbox-anlegen.md"] * 2
+    assert rag["checks"]["citations"]["valid"] == [2] and completion.choices[0].finish_reason == "stop"
+    sent = fake.completions()[-1]["body"]["prompt"]  # the fake has no chat template: the plain prompt
+    assert "Frage: " + QUESTION in sent and "Hallo! Was möchtest du wissen?" not in sent  # the question, not the chat
+
+
+def test_openai_client_streams_pieces_then_footnotes_then_the_result(served):
+    server, _ = served
+    stream = client(server).chat.completions.create(model="wiki", messages=MESSAGES, stream=True)
+    chunks = list(stream)
+    text = "".join(c.choices[0].delta.content or "" for c in chunks)
+    assert text.startswith("Mit cm [2].\n\nQuellen:\n") and text.endswith("Zitate: [2] gültig")
+    assert chunks[0].choices[0].delta.role == "assistant" and chunks[-1].choices[0].finish_reason == "stop"
+    assert chunks[-1].model_extra["rag"]["answer"] == "Mit cm [2]." and len({c.id for c in chunks}) == 1
+
+
+def test_model_name_chooses_the_folder(served):
+    server, _ = served
+    completion = client(server).chat.completions.create(model="wiki/netzwerk", messages=[
+        {"role": "user", "content": "VPN starten"}])
+    assert {s["path"] for s in completion.model_extra["rag"]["sources"]} == {"netzwerk/vpn.md"}
+
+
+def test_wrong_key_is_an_authentication_error(served):
+    from openai import AuthenticationError, OpenAI
+    server, _ = served
+    with pytest.raises(AuthenticationError, match="Schlüssel fehlt oder ist falsch"):
+        OpenAI(base_url=server.url + "/v1", api_key="falsch", max_retries=0).models.list()
+
+
+def test_plain_requests_stream_ends_with_done(served):
+    server, _ = served
+    with requests.post(server.url + "/v1/chat/completions", headers={"Authorization": "Bearer k"}, stream=True,
+                       json={"model": "wiki", "stream": True, "messages": [{"role": "user", "content": QUESTION}]},
+                       timeout=30) as response:
+        events = sse_events(response)
+    assert response.status_code == 200 and events[-1] == ("message", "[DONE]")
+    assert all(e[1]["object"] == "chat.completion.chunk" for e in events[:-1])
+
+
+@pytest.mark.parametrize("messages", [[], [{"role": "assistant", "content": "Hallo"}], "kein Array"])
+def test_no_user_message_is_a_german_error(served, messages):
+    server, _ = served
+    response = requests.post(server.url + "/v1/chat/completions", headers={"Authorization": "Bearer k"},
+                             json={"model": "wiki", "messages": messages}, timeout=30)
+    assert response.status_code == 400 and "keine Frage" in response.json()["error"]["message"]
+
+
+def test_question_and_history():
+    assert openai_api.question_and_history(MESSAGES) == (QUESTION, [
+        {"role": "user", "content": "Hallo"}, {"role": "assistant", "content": "Hallo! Was möchtest du wissen?"}])
+    parts = [{"role": "user", "content": [{"type": "text", "text": "A"}, {"type": "image_url", "image_url": {}}]}]
+    assert openai_api.question_and_history(parts) == ("A", [])
+
+
+@pytest.mark.parametrize("model, folder", [("wiki", None), ("wiki/mail", "mail/"), ("wiki/mail/", "mail/"),
+                                           ("gpt-4o", None), (None, None)])
+def test_folder_of(model, folder):
+    assert openai_api.folder_of(model) == folder

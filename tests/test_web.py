@@ -1,0 +1,152 @@
+"""`ask_rag.py --serve`, the page's door (rag/web.py): the page itself, its event stream, the folder
+filter, the key, the bound on questions in flight. Fakes: conftest's llama-embedding, fake_server.py.
+The real browser is in test_browser.py.
+"""
+import base64
+import os
+import re
+import threading
+import time
+
+import pytest
+import requests
+
+from conftest import assert_one_error_line, run_script, write_wiki
+from fake_server import FakeLlamaServer
+from rag import web
+from serving import Serving, sse_events
+
+QUESTION = "Wie lege ich eine Mailbox an?"
+
+
+@pytest.fixture
+def env(fake_embedding, small_wiki):
+    write_wiki(small_wiki, {"mail/xss.md": "# <script>alert(1)</script>\n\nMailbox <img src=x onerror=alert(2)>\n"})
+    result = run_script("build_index.py", "--wiki", small_wiki, env=fake_embedding)
+    assert result.returncode == 0, result.stderr
+    return {**os.environ, **fake_embedding, "RAG_SERVE_KEY": ""}
+
+
+def ask(url, question=QUESTION, **body):
+    with requests.post(url + "/api/ask", json={"question": question, **body}, stream=True, timeout=30) as response:
+        assert response.status_code == 200 and response.headers["Content-Type"].startswith("text/event-stream")
+        return sse_events(response)
+
+
+def test_page_is_one_file_with_nothing_external_and_a_strict_policy(env):
+    with FakeLlamaServer() as fake, Serving({**env, "LLAMA_SERVER_URL": fake.url}) as server:
+        response = requests.get(server.url + "/", timeout=10)
+    page = response.text
+    assert response.status_code == 200 and response.headers["Content-Type"] == "text/html; charset=utf-8"
+    assert '<html lang="de">' in page and "Wiki fragen" in page
+    assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", page) and "<link" not in page and "@import" not in page
+    assert "innerHTML" not in page and "insertAdjacentHTML" not in page and "document.write" not in page
+    policy = response.headers["Content-Security-Policy"]
+    assert "default-src 'none'" in policy and "'unsafe-inline'" not in policy and "connect-src 'self'" in policy
+    assert policy == web.csp(page)  # the hashes of exactly this page's script and style
+
+
+def test_events_stream_in_order_with_the_chunk_text_as_data(env):
+    with FakeLlamaServer(answer=["Mit cm", " [1]."]) as fake, Serving({**env, "LLAMA_SERVER_URL": fake.url}) as server:
+        events = ask(server.url)
+    kinds = [kind for kind, _ in events]
+    assert kinds == ["sources", "piece", "piece", "checks", "done"]
+    sources = events[0][1]["sources"]
+    assert [s["n"] for s in sources] == list(range(1, len(sources) + 1))
+    xss = [s for s in sources if s["path"] == "mail/xss.md"]
+    assert xss and "<img src=x onerror=alert(2)>" in xss[0]["text"]  # data as it is: the page escapes it
+    assert "".join(d["text"] for k, d in events if k == "piece") == "Mit cm [1]."
+    assert events[-1][1]["answer"] == "Mit cm [1]." and not events[-1][1]["no_info"]
+
+
+def test_folder_list_and_filter(env):
+    with FakeLlamaServer() as fake, Serving({**env, "LLAMA_SERVER_URL": fake.url}) as server:
+        folders = requests.get(server.url + "/api/folders", timeout=10).json()
+        events = ask(server.url, "VPN starten", under="netzwerk/")
+        unknown = requests.post(server.url + "/api/ask", json={"question": QUESTION, "under": "gibtsnicht"}, timeout=10)
+    assert folders == {"folders": ["mail/", "netzwerk/"]}
+    assert {s["path"] for s in events[0][1]["sources"]} == {"netzwerk/vpn.md"} and events[-1][1]["under"] == "netzwerk/"
+    assert unknown.status_code == 400 and "liegt keine Seite im Index" in unknown.json()["error"]
+
+
+@pytest.mark.parametrize("body", [b"", b"[1, 2]", b"{kaputt"])
+def test_bad_requests_are_one_german_line(env, body):
+    with FakeLlamaServer() as fake, Serving({**env, "LLAMA_SERVER_URL": fake.url}) as server:
+        response = requests.post(server.url + "/api/ask", data=body, timeout=10,
+                                 headers={"Content-Type": "application/json"})
+        empty = requests.post(server.url + "/api/ask", json={"question": "  "}, timeout=10)
+        missing = requests.get(server.url + "/gibtsnicht", timeout=10)
+    assert response.status_code == 400 and "JSON" in response.json()["error"]
+    assert empty.status_code == 400 and "keine Frage" in empty.json()["error"]
+    assert missing.status_code == 404 and "gibt es nicht" in missing.json()["error"]
+
+
+def test_model_failure_mid_answer_is_an_error_event(env):
+    with FakeLlamaServer(answer=["Mit", " cm", " [1]."], mode="cut") as fake, \
+            Serving({**env, "LLAMA_SERVER_URL": fake.url}) as server:
+        events = ask(server.url)
+    assert [k for k, _ in events][0] == "sources" and events[-1][0] == "error"
+    assert "brach mitten in der Antwort ab" in events[-1][1]["error"]
+
+
+def test_other_addresses_need_a_key(env):
+    result = run_script("ask_rag.py", "--serve", "--host", "0.0.0.0", "--port", "0", env=env, timeout=30)
+    assert_one_error_line(result, "--serve-key", "RAG_SERVE_KEY")
+
+
+def test_with_a_key_every_request_needs_it(env):
+    key = "geheim-17"
+    with FakeLlamaServer() as fake, Serving({**env, "LLAMA_SERVER_URL": fake.url, "RAG_SERVE_KEY": key}) as server:
+        paths = ["/", "/api/folders", "/v1/models", "/health"]
+        without = [requests.get(server.url + p, timeout=10) for p in paths]
+        wrong = requests.get(server.url + "/", headers={"Authorization": "Bearer falsch"}, timeout=10)
+        post = requests.post(server.url + "/api/ask", json={"question": QUESTION}, timeout=10)
+        bearer = requests.get(server.url + "/api/folders", headers={"Authorization": f"Bearer {key}"}, timeout=10)
+        basic = requests.get(server.url + "/", timeout=10,  # the browser: HTTP Basic, the key as password
+                             headers={"Authorization": "Basic " + base64.b64encode(f"kollegin:{key}".encode()).decode()})
+    assert [r.status_code for r in without + [wrong, post]] == [401] * 6
+    assert without[0].headers["WWW-Authenticate"].startswith("Basic ") and "Schlüssel" in without[1].json()["error"]
+    assert bearer.status_code == 200 and basic.status_code == 200 and "Wiki fragen" in basic.text
+    assert key not in " ".join(server.lines)
+
+
+def test_beyond_slots_and_queue_the_answer_is_busy_at_once(env):
+    with FakeLlamaServer(mode="stall") as fake, \
+            Serving({**env, "LLAMA_SERVER_URL": fake.url}, "--serve-slots", "1", "--serve-queue", "1") as server:
+        threads = [threading.Thread(target=lambda: requests.post(server.url + "/api/ask", json={"question": QUESTION},
+                                                                 timeout=90).content) for _ in range(2)]
+        threads[0].start()
+        assert fake.streaming.wait(20)  # the first question holds the slot ...
+        threads[1].start()  # ... the second waits in the queue ...
+        time.sleep(0.5)
+        started = time.monotonic()
+        busy = requests.post(server.url + "/api/ask", json={"question": QUESTION}, timeout=10)  # ... the third: busy
+        seconds = time.monotonic() - started
+        health = requests.get(server.url + "/health", timeout=10).json()
+        fake.release.set()
+        for thread in threads:
+            thread.join(60)
+    assert busy.status_code == 503 and seconds < 2
+    assert re.fullmatch(r"Der Server ist ausgelastet, bitte in \d+ s erneut fragen\.", busy.json()["error"])
+    assert busy.headers["Retry-After"] == re.search(r"in (\d+) s", busy.json()["error"]).group(1)
+    assert health == {"status": "ok", "slots": 1, "queue": 1}
+
+
+def test_sigterm_stops_the_server_cleanly(env):
+    with FakeLlamaServer() as fake:
+        server = Serving({**env, "LLAMA_SERVER_URL": fake.url}).__enter__()
+        code, stderr = server.stop()
+    assert code == 0 and "Traceback" not in stderr and server.lines[0].startswith("Web-Seite: http://127.0.0.1:")
+
+
+@pytest.mark.parametrize("header, ok", [("Bearer k", True), ("bearer k", True), ("Bearer k2", False), ("k", False),
+                                        ("Basic " + base64.b64encode(b"x:k").decode(), True),
+                                        ("Basic " + base64.b64encode(b"k").decode(), False), ("Basic %%%", False), (None, False)])
+def test_key_ok(header, ok):
+    assert web.key_ok(header, "k") is ok
+
+
+@pytest.mark.parametrize("host, ok", [("127.0.0.1", True), ("127.0.0.5", True), ("::1", True), ("localhost", True),
+                                      ("0.0.0.0", False), ("192.168.1.10", False), ("::", False), ("wiki.intern", False)])
+def test_loopback(host, ok):
+    assert web.loopback(host) is ok
