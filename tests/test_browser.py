@@ -1,0 +1,141 @@
+"""The page in a real browser: `ask_rag.py --serve` on a real index with the real models (e5 with a
+warm llama-server --embeddings, the setup's answer model in llama-server), opened in headless
+Chromium through selenium and chromedriver (Debian's `chromium` and `chromium-driver`).
+
+It asks the demo question, waits for the streamed answer and the sources, then asks about a wiki
+page whose text holds `<script>` and `<img onerror=…>`: both must show as text, nothing may run.
+A screenshot lands in the test's folder, and where RAG_SCREENSHOT names a file, there too (the
+README's picture: `RAG_SCREENSHOT=docs/web-seite.png python3 -m pytest tests/test_browser.py`).
+
+Chromium or selenium missing: skipped with one line; in CI (CI=true) that is a failure.
+"""
+import os
+import shutil
+
+import pytest
+
+from conftest import ROOT, run_script, write_wiki
+from rag import config
+from rag.server_process import ServerProcess
+from serving import Serving
+
+PAGES = ["mail/cyrus-imap/mailbox-anlegen.md", "mail/cyrus-imap/mailbox-quota.md", "mail/cyrus-imap/shared-folders.md",
+         "netzwerk/vpn-linux.md", "arbeitsplatz/drucker.md", "hr-it/onboarding.md"]
+XSS_PAGE = """\
+    # Etikettendrucker Zebra <script>window.__xss = 1</script>
+
+    Der Etikettendrucker Zebra im Lager druckt Versandetiketten. Treiber und Vorlagen liegen im
+    Softwarecenter <img src=x onerror="window.__xss = 2"> unter „Lager“.
+    """
+QUESTION = "Wie lege ich in Cyrus IMAP eine neue Mailbox an?"
+XSS_QUESTION = "Wo finde ich den Treiber für den Etikettendrucker Zebra im Lager?"
+CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                  "--disable-component-update", "--disable-sync", "--no-first-run", "--window-size=1200,1600"]
+ANSWER_TIMEOUT = 300  # seconds for one answer of the real model on a busy 2-core machine
+
+
+def tool(*names):
+    return next((found for name in names if (found := shutil.which(name))), None)
+
+
+@pytest.fixture(scope="module")
+def browser_parts():
+    chromium, driver = tool("chromium", "chromium-browser"), tool("chromedriver")
+    try:
+        import selenium  # noqa: F401
+    except ImportError:
+        chromium = None
+    if not (chromium and driver):
+        message = "Chromium/chromedriver/selenium fehlt – apt-get install chromium chromium-driver; pip install selenium"
+        if os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)
+    return chromium, driver
+
+
+@pytest.fixture(scope="module")
+def served(real, browser_parts, tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("browser")
+    for rel in PAGES:
+        (tmp / "wiki" / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(ROOT / "wiki" / rel, tmp / "wiki" / rel)
+    write_wiki(tmp / "wiki", {"arbeitsplatz/etikettendrucker.md": XSS_PAGE})
+    env = {**os.environ, "LLAMA_EMBEDDING": real["embedding"], "RAG_EMBED_MODEL": real["model"],
+           "RAG_DB": str(tmp / "knowledge.db"), "RAG_WIKI": str(tmp / "wiki"), "RAG_AUDIT": str(tmp / "audit.jsonl"),
+           "RAG_SERVE_KEY": ""}
+    result = run_script("build_index.py", env=env)
+    assert result.returncode == 0, result.stderr
+    with ServerProcess(model=config.default_llm_model(), binary=real["server"],
+                       log_path=str(tmp / "llama-server.log")) as llm:
+        with Serving({**env, "LLAMA_SERVER_URL": llm.url}) as server:
+            yield server
+
+
+@pytest.fixture(scope="module")
+def driver(browser_parts, tmp_path_factory):
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+    chromium, chromedriver = browser_parts
+    options = webdriver.ChromeOptions()
+    options.binary_location = chromium
+    for flag in CHROMIUM_FLAGS + [f"--user-data-dir={tmp_path_factory.mktemp('chromium-profile')}"]:
+        options.add_argument(flag)
+    browser = webdriver.Chrome(service=Service(executable_path=chromedriver), options=options)
+    try:
+        yield browser
+    finally:
+        browser.quit()
+
+
+def ask(driver, question):
+    """Type the question, press the button, wait until the page says it is done; returns the status text."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+    box = driver.find_element(By.ID, "frage")
+    box.clear()
+    box.send_keys(question)
+    driver.find_element(By.ID, "fragen").click()
+    WebDriverWait(driver, ANSWER_TIMEOUT).until(
+        lambda d: d.find_element(By.ID, "status").get_attribute("data-state") in ("fertig", "fehler"))
+    return driver.find_element(By.ID, "status").text
+
+
+def test_demo_question_streams_an_answer_with_sources(served, driver, tmp_path):
+    from selenium.webdriver.common.by import By
+    assert "Frage-Embedder: llama-server --embeddings (warm" in " ".join(served.lines)
+    driver.get(served.url + "/")
+    assert driver.title.startswith("Wiki fragen")
+    folders = [o.get_attribute("value") for o in driver.find_elements(By.CSS_SELECTOR, "#ordner option")]
+    assert folders == ["", "arbeitsplatz/", "hr-it/", "mail/", "netzwerk/"]
+    status = ask(driver, QUESTION)
+    assert status.startswith("Fertig"), status
+    answer = driver.find_element(By.ID, "antwort").text
+    sources = driver.find_elements(By.CSS_SELECTOR, "#quellen > li")
+    assert answer.strip() and sources
+    assert "mail/cyrus-imap/mailbox-anlegen.md" in sources[0].find_element(By.CSS_SELECTOR, ".pfad").text
+    marks = [m.text for m in driver.find_elements(By.CSS_SELECTOR, "#pruefungen li")]
+    assert any(m.startswith(("✓ Zitate", "✗ Quelle", "Zitate: keine")) for m in marks), marks
+    assert "erstes Wort nach" in driver.find_element(By.ID, "zeiten").text  # the answer came as a stream
+    for source in sources:  # each opens to its chunk text; the cyradm steps are among them
+        source.find_element(By.TAG_NAME, "summary").click()
+    assert any("cyradm" in s.find_element(By.CSS_SELECTOR, ".text").text for s in sources)
+    driver.execute_script("document.querySelectorAll('#quellen details').forEach((d, i) => { d.open = i === 1; })")
+    picture = tmp_path / "web-seite.png"
+    assert driver.save_screenshot(str(picture)) and picture.stat().st_size > 10_000
+    if os.environ.get("RAG_SCREENSHOT"):
+        shutil.copy(picture, os.environ["RAG_SCREENSHOT"])
+
+
+def test_wiki_text_with_script_and_onerror_shows_as_text(served, driver):
+    from selenium.webdriver.common.by import By
+    driver.get(served.url + "/")
+    ask(driver, XSS_QUESTION)
+    items = [li for li in driver.find_elements(By.CSS_SELECTOR, "#quellen > li")
+             if "arbeitsplatz/etikettendrucker.md" in li.find_element(By.CSS_SELECTOR, ".pfad").text]
+    assert items, "the XSS page was not among the sources"
+    item = items[0]
+    item.find_element(By.TAG_NAME, "summary").click()
+    assert "<script>window.__xss = 1</script>" in item.find_element(By.CSS_SELECTOR, ".kopf").text
+    assert '<img src=x onerror="window.__xss = 2">' in item.find_element(By.CSS_SELECTOR, ".text").text
+    assert driver.find_elements(By.CSS_SELECTOR, "#ergebnis img, #ergebnis script") == []
+    assert driver.execute_script("return window.__xss === undefined")
