@@ -153,6 +153,7 @@ class State:
 def make_handler(state):
     class Handler(BaseHTTPRequestHandler):
         server_version = "rag-ohne-magie"
+        protocol_version = "HTTP/1.1"  # streams chunked, replies with Content-Length, connections kept
         timeout = SOCKET_TIMEOUT
 
         def setup(self):
@@ -174,20 +175,27 @@ def make_handler(state):
             self.wfile.write(body)
 
         def send_error_json(self, status, message, api=False, headers=()):
+            self.close_connection = True  # an unread request body must not be taken for the next request
             kind = {401: "authentication_error", 503: "server_busy"}.get(status, "invalid_request_error")
             self.send_json(status, openai_api.error(message, kind) if api else {"error": message}, headers)
 
-        def start_stream(self):
+        @contextlib.contextmanager
+        def stream(self):
+            """A text/event-stream response, chunked: each event is one HTTP chunk, sent at once."""
             self.send_response(200)
             self.send_header("Content-Type", "text/event-stream; charset=utf-8")
             self.send_header("Cache-Control", "no-store")
             self.send_header("X-Accel-Buffering", "no")  # a proxy in front must not hold the events back
+            self.send_header("Transfer-Encoding", "chunked")
             self.end_headers()
+            self.close_connection = True
+            yield
+            self.wfile.write(b"0\r\n\r\n")
 
         def send_event(self, data, event=None):
             head = f"event: {event}\n" if event else ""
-            body = data if isinstance(data, str) else doors.dumps(data)
-            self.wfile.write(f"{head}data: {body}\n\n".encode("utf-8"))
+            body = (f"{head}data: {data if isinstance(data, str) else doors.dumps(data)}\n\n").encode("utf-8")
+            self.wfile.write(b"%x\r\n%s\r\n" % (len(body), body))
 
         # -- requests --------------------------------------------------------------------------
         def authorised(self):
@@ -273,12 +281,12 @@ def make_handler(state):
             first = self.first(events, api=False)
             if first is None:
                 return
-            self.start_stream()
-            try:
-                for kind, data in itertools.chain([first], events):
-                    self.send_event(data, kind)
-            except core.CoreError as exc:
-                self.send_event({"error": str(exc)}, "error")
+            with self.stream():
+                try:
+                    for kind, data in itertools.chain([first], events):
+                        self.send_event(data, kind)
+                except core.CoreError as exc:
+                    self.send_event({"error": str(exc)}, "error")
 
         def ask_openai(self, body):
             question, history = openai_api.question_and_history(body.get("messages"))
@@ -295,20 +303,20 @@ def make_handler(state):
                     return self.send_error_json(502, str(exc), api=True)
                 return self.send_json(200, openai_api.completion(result, model))
             cid, streamed = openai_api.new_id(), False
-            self.start_stream()
-            self.send_event(openai_api.chunk(cid, model, {"role": "assistant", "content": ""}))
-            try:
-                for kind, data in itertools.chain([first], events):
-                    if kind == "piece":
-                        streamed = True
-                        self.send_event(openai_api.chunk(cid, model, {"content": data["text"]}))
-                    elif kind == "done":
-                        text = ("" if streamed else data["answer"] or "") + openai_api.footnotes(data)
-                        self.send_event(openai_api.chunk(cid, model, {"content": text}))
-                        self.send_event(openai_api.chunk(cid, model, finish="stop", result=data))
-            except core.CoreError as exc:
-                self.send_event(openai_api.error(str(exc), "server_error"))
-            self.send_event("[DONE]")
+            with self.stream():
+                self.send_event(openai_api.chunk(cid, model, {"role": "assistant", "content": ""}))
+                try:
+                    for kind, data in itertools.chain([first], events):
+                        if kind == "piece":
+                            streamed = True
+                            self.send_event(openai_api.chunk(cid, model, {"content": data["text"]}))
+                        elif kind == "done":
+                            text = ("" if streamed else data["answer"] or "") + openai_api.footnotes(data)
+                            self.send_event(openai_api.chunk(cid, model, {"content": text}))
+                            self.send_event(openai_api.chunk(cid, model, finish="stop", result=data))
+                except core.CoreError as exc:
+                    self.send_event(openai_api.error(str(exc), "server_error"))
+                self.send_event("[DONE]")
 
     return Handler
 
