@@ -12,7 +12,7 @@ import pytest
 
 from conftest import ROOT
 
-SCRIPTS = ["retrieval.py", "indexing.py", "ask_latency.py", "reindex.py", "post_way.py"]
+SCRIPTS = ["retrieval.py", "indexing.py", "ask_latency.py", "reindex.py", "post_way.py", "web.py"]
 
 
 def run_bench(script, *args, timeout=180):
@@ -81,3 +81,20 @@ def test_ask_latency_tiny(real):
     positive(report["median"], "until_first_token_s", "embed_s", "retrieve_s", "first_token_s", "start_s")
     assert len(report["questions"]) == 1
     positive(report["question_embedding_s"], *report["question_embedding_s"])
+
+
+def test_web_tiny(real, tmp_path):
+    for rel in ("mail/cyrus-imap/mailbox-anlegen.md", "netzwerk/vpn-linux.md"):
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_bytes((ROOT / "wiki" / rel).read_bytes())
+    from rag import config
+    report = json.loads(run_bench("web.py", "--questions", "1", "--clients", "2", "--np", "1", "--wiki", str(tmp_path),
+                                  "--answer-model", str(config.cache_model_path()), "--json", timeout=600).stdout)
+    check_machine(report, "web")
+    (one,) = report["one_by_one"]
+    assert one["error"] is None and report["embedder"].startswith("llama-server --embeddings (warm")
+    positive(one, "sources_s", "first_s", "total_s", "delay_s")
+    default, no_queue = report["at_once"]
+    assert (default["answered"], default["failed"]) == (2, 0)  # one slot, one waiting place
+    assert (no_queue["answered"], no_queue["busy"], no_queue["failed"]) == (1, 1, 0)  # the second: "ausgelastet"
+    assert [g["met"] for g in report["goals"]][2] is True
