@@ -238,6 +238,8 @@ def parse_args(argv=None):
         fail("--top-k und --max-per-file müssen mindestens 1 sein", 2)
     if (args.serve_slots is not None and args.serve_slots < 1) or (args.serve_queue or 0) < 0:
         fail("--serve-slots muss mindestens 1 sein, --serve-queue mindestens 0", 2)
+    if not 0 <= args.port <= 65535:
+        fail(f"--port {args.port} gibt es nicht – 1 bis 65535 angeben (0 = ein freier)", 2)
     return args
 
 

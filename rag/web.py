@@ -328,14 +328,15 @@ def serve(settings, host=HOST, port=PORT, key=None, slots=None, queue=None):
         raise core.CoreError(f"--host {host} ist von anderen Rechnern erreichbar – nur mit Schlüssel starten "
                              f"(--serve-key / RAG_SERVE_KEY) oder --host 127.0.0.1")
     core.open_index(settings)[0].close()  # no index: say so now, not at the first question
-    slots = slots or answer_slots(settings)
-    gate = Gate(slots, slots if queue is None else queue)
     server_class = type("Server", (ThreadingHTTPServer,), {"daemon_threads": True,
                                                             "address_family": socket.AF_INET6 if ":" in host else socket.AF_INET})
+    state = State(settings, key, None)
     try:
-        httpd = server_class((host, port), make_handler(State(settings, key, gate)))
+        httpd = server_class((host, port), make_handler(state))
     except OSError as exc:
         raise core.CoreError(f"{host}:{port} lässt sich nicht öffnen ({exc.strerror}) – anderen Port mit --port wählen")
+    slots = slots or answer_slots(settings)
+    state.gate = gate = Gate(slots, slots if queue is None else queue)
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, stop)
     try:

@@ -5,6 +5,7 @@ The real browser is in test_browser.py.
 import base64
 import os
 import re
+import socket
 import threading
 import time
 
@@ -92,6 +93,17 @@ def test_model_failure_mid_answer_is_an_error_event(env):
 def test_other_addresses_need_a_key(env):
     result = run_script("ask_rag.py", "--serve", "--host", "0.0.0.0", "--port", "0", env=env, timeout=30)
     assert_one_error_line(result, "--serve-key", "RAG_SERVE_KEY")
+
+
+@pytest.mark.parametrize("args, words", [(["--port", "70000"], ["--port 70000"]), (["--serve-slots", "0"], ["--serve-slots"]),
+                                         (["--host", "127.0.0.1", "--port", "{busy}"], ["lässt sich nicht öffnen", "--port"])])
+def test_bad_serve_flags_are_one_german_line(env, args, words):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        args = [a.format(busy=taken.getsockname()[1]) for a in args]
+        result = run_script("ask_rag.py", "--serve", *args, env=env, timeout=30)
+    assert_one_error_line(result, *words)
 
 
 def test_with_a_key_every_request_needs_it(env):
