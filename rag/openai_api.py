@@ -5,8 +5,8 @@
         "Mit cyradm … [1].\n\nQuellen:\n- [1] mail/… › Mailbox anlegen (zitiert)\n…"}}], "rag": {…}}
 
 The last user message is the question; the messages before it go to the core as the history.
-The answer ends with the sources as footnotes (and the citation and fact check, as the terminal
-shows them); `rag` holds the same result as `ask_rag.py --json` plus the checks (rag/doors.py).
+The answer ends with the sources as footnotes (and the citation check, the evidence and the fact
+check, as the terminal shows them); `rag` holds the same result as `ask_rag.py --json` plus the checks (rag/doors.py).
 Streaming (`"stream": true`) sends `chat.completion.chunk` events: the role, one per answer
 piece, the footnotes, then a last chunk with finish_reason "stop" and `rag`, then `data: [DONE]`.
 
@@ -19,7 +19,7 @@ request are ignored (the door's own settings answer).
 import time
 import uuid
 
-from . import answer, factcheck
+from . import answer, factcheck, support
 
 MODEL = "wiki"  # the model id; "wiki/mail" = only pages below mail/
 CREATED = 0  # /v1/models "created": the wiki has no release date
@@ -75,6 +75,8 @@ def footnotes(result):
         lines.append(f"- [{n}] {where}" + (" (zitiert)" if n in cited else ""))
     if result.get("citations") is not None:
         lines.append("Zitate: " + answer.describe_citations(result["citations"]))
+    if result.get("evidence") is not None and result.get("support") is not None:  # as the terminal shows them
+        lines += support.describe({"evidence": result["evidence"], "statements": result["support"]})
     if result.get("unsupported"):
         lines.append(factcheck.describe(result["unsupported"]))
     if not result["llm_called"] and result.get("weak_evidence"):

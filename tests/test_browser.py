@@ -119,7 +119,13 @@ def test_demo_question_streams_an_answer_with_sources(served, driver, tmp_path):
     for source in sources:  # each opens to its chunk text; the cyradm steps are among them
         source.find_element(By.TAG_NAME, "summary").click()
     assert any("cyradm" in s.find_element(By.CSS_SELECTOR, ".text").text for s in sources)
-    driver.execute_script("document.querySelectorAll('#quellen details').forEach((d, i) => { d.open = i === 1; })")
+    for line in driver.find_elements(By.CSS_SELECTOR, "#belege li"):  # each evidence line is marked in its source
+        n = line.find_element(By.TAG_NAME, "a").text.strip("Beleg []")
+        quote = line.text.split("„", 1)[1].rstrip("“")
+        marked = [" ".join(m.text.split()) for m in driver.find_elements(By.CSS_SELECTOR, f"#quelle-{n} mark")]
+        assert quote in marked, (quote, marked)
+    driver.execute_script("document.querySelectorAll('#quellen details').forEach((d) => {"
+                          " d.open = d.querySelector('mark') !== null; })")  # the screenshot: sources with evidence open
     picture = tmp_path / "web-seite.png"
     assert driver.save_screenshot(str(picture)) and picture.stat().st_size > 10_000
     if os.environ.get("RAG_SCREENSHOT"):
