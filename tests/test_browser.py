@@ -30,7 +30,7 @@ XSS_PAGE = """\
 QUESTION = "Wie lege ich in Cyrus IMAP eine neue Mailbox an?"
 XSS_QUESTION = "Wo finde ich den Treiber für den Etikettendrucker Zebra im Lager?"
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                  "--disable-component-update", "--disable-sync", "--no-first-run", "--window-size=1200,1600"]
+                  "--disable-component-update", "--disable-sync", "--no-first-run", "--window-size=1200,2000"]
 ANSWER_TIMEOUT = 300  # seconds for one answer of the real model on a busy 2-core machine
 
 
@@ -125,7 +125,7 @@ def test_demo_question_streams_an_answer_with_sources(served, driver, tmp_path):
         marked = [" ".join(m.text.split()) for m in driver.find_elements(By.CSS_SELECTOR, f"#quelle-{n} mark")]
         assert quote in marked, (quote, marked)
     driver.execute_script("document.querySelectorAll('#quellen details').forEach((d) => {"
-                          " d.open = d.querySelector('mark') !== null; })")  # the screenshot: sources with evidence open
+                          " d.open = d.querySelector('mark') !== null; }); window.scrollTo(0, 0);")  # for the screenshot
     picture = tmp_path / "web-seite.png"
     assert driver.save_screenshot(str(picture)) and picture.stat().st_size > 10_000
     if os.environ.get("RAG_SCREENSHOT"):
