@@ -24,6 +24,10 @@ from . import answer, core, search, store
 from .server_process import ServerProcess
 
 EMBED_PARALLEL = 2  # -np of the warm embedder: a question is short, two at once hardly wait
+# -t of the warm embedder. One thread embeds a question in ~16 ms; with llama.cpp's default (all cores)
+# a question waited up to 1.6 s whenever another process used a core (15 questions each, load 2 on
+# 2 cores: -t 1 median 0.016 s, max 0.039 s; -t 2 median 0.039 s, max 1.58 s; default max 1.14 s).
+EMBED_THREADS = 1
 EMBED_START_TIMEOUT = 60  # seconds the warm embedder may take to load its model
 
 
@@ -118,7 +122,7 @@ def warm_embedder(settings, log_path=None):
         yield f"Frage-Embedder: {how}"
         return
     server = ServerProcess(model=settings.model, binary=binary, embeddings=True, parallel=EMBED_PARALLEL,
-                           log_path=log_path)
+                           extra=["-t", str(EMBED_THREADS)], log_path=log_path)
     try:
         server.start(timeout=EMBED_START_TIMEOUT)
     except BaseException as exc:  # Ctrl-C while it loads, too: no child left behind
