@@ -14,7 +14,8 @@ talk to the page's own endpoint, POST /api/ask, and read its Server-Sent Events 
    embedding + retrieval as the page sees it, HTTP included) and the core's own embed_s + retrieve_s;
    and the delay from the proxy passing llama-server's first token to the client reading the first
    `piece` event: what the door adds to the first token (same clock, same machine).
-2. At once (--clients, browser-like: each opens one stream and reads it to the end): every client
+2. At once (--clients, browser-like: each opens one stream and reads it to the end; questions not
+   asked before, so llama-server's prompt cache does not answer from memory): every client
    must get its answer or, past SLOTS + QUEUE, the immediate German "ausgelastet" reply (HTTP 503);
    anything else counts as failed. First-token times (from the POST) as p50/p95. Run twice: with the
    door's default queue (as many waiting as there are slots) and with --serve-queue 0.
@@ -268,8 +269,9 @@ def main():
                        (config.default_model(), "Embedding-Modell")):
         if not os.path.isfile(path):
             raise SystemExit(f"Fehler: {what} nicht gefunden ({path}) – einrichten mit: python3 scripts/setup_llama.py")
-    if min(args.questions, args.clients, args.np) < 1:
-        raise SystemExit("Fehler: --questions, --clients und --np müssen mindestens 1 sein.")
+    if min(args.questions, args.clients, args.np) < 1 or args.questions + 2 * args.clients + 1 > len(questions()):
+        raise SystemExit(f"Fehler: --questions, --clients und --np mindestens 1, --questions + 2 × --clients "
+                         f"höchstens {len(questions()) - 1}.")
     info = common.machine()
     with tempfile.TemporaryDirectory(prefix="rag-bench-web-") as tmp:
         env = {**os.environ, "RAG_WIKI": args.wiki, "RAG_DB": os.path.join(tmp, "knowledge.db"),
@@ -290,10 +292,11 @@ def main():
                 print(f"  {args.questions} Fragen nacheinander …", file=sys.stderr, flush=True)
                 one = one_by_one(served.url, proxy, pool[:args.questions])
                 print(f"  {args.clients} Clients gleichzeitig …", file=sys.stderr, flush=True)
-                runs.append({"queue": f"{args.np} (Standard)", **at_once(served.url, pool, args.clients)})
+                fresh = pool[args.questions:]  # questions llama-server has not seen: no prompt from its cache
+                runs.append({"queue": f"{args.np} (Standard)", **at_once(served.url, fresh[:args.clients], args.clients)})
             with Served(env, "--serve-queue", "0") as served:
                 print(f"  {args.clients} Clients gleichzeitig, keine Warteplätze …", file=sys.stderr, flush=True)
-                runs.append({"queue": 0, **at_once(served.url, pool, args.clients)})
+                runs.append({"queue": 0, **at_once(served.url, fresh[args.clients:2 * args.clients], args.clients)})
     ok = [r for r in one if not r["error"]]
     med = lambda key: statistics.median([r[key] for r in ok if r[key] is not None]) if ok else None  # noqa: E731
     delays = [r["delay_s"] for r in ok if r["delay_s"] is not None]
