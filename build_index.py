@@ -24,7 +24,7 @@ read with replacement characters (�) and a warning. A chunk too long for the m
 split further.
 
 Does not handle: formats other than Markdown, plain text, PDF, HTML and .docx (no OCR of scans),
-setext headings (underlined with ===), several writers at once.
+setext headings (underlined with ===). A second writer waits for the first (rag/store.py), it never interleaves.
 """
 import argparse
 import collections
@@ -530,27 +530,26 @@ def build(args):
     if not pages:
         raise SystemExit(f"Fehler: keine .md- oder .txt-Seiten (auch kein PDF, HTML, .docx) in {wiki} – "
                          f"Markdown-Dateien dort ablegen.")
-    index = open_index(args)
+    index = open_index(args)  # a writer: a second build_index.py waits for this one
     stats = dict(added=0, changed=0, removed=0, unchanged=0, embedded=0, reused=0)
     try:
-        with index.writer():
-            known = index.pages()
-            # 1.+2. read every page, chunk those that changed
-            todo, present = read_changed(wiki, pages, known, args, stats)
-            if not present:
-                raise SystemExit(f"Fehler: keine Seite in {wiki} enthält verwertbaren Text – Warnungen oben beachten.")
-            # 3.+4. embed what is not in the index yet, store page by page
-            written = embed_and_store(index, todo, args, stats)
-            # pages that are gone leave the index (after the adds, so a moved page could reuse vectors)
-            gone = sorted(set(known) - present)
-            for rel in gone:
-                index.delete_page(rel)
-            stats["removed"] = len(gone)
-            refresh_search(index)
-            report_flags(index, {path for path, *_ in written})
-            report_pii(index, [path for path, *_ in written])
-            count, dim = index.count(), index.meta().get("dim")
-            index.finish(ann=args.ann)
+        known = index.pages()
+        # 1.+2. read every page, chunk those that changed
+        todo, present = read_changed(wiki, pages, known, args, stats)
+        if not present:
+            raise SystemExit(f"Fehler: keine Seite in {wiki} enthält verwertbaren Text – Warnungen oben beachten.")
+        # 3.+4. embed what is not in the index yet, store page by page
+        written = embed_and_store(index, todo, args, stats)
+        # pages that are gone leave the index (after the adds, so a moved page could reuse vectors)
+        gone = sorted(set(known) - present)
+        for rel in gone:
+            index.delete_page(rel)
+        stats["removed"] = len(gone)
+        refresh_search(index)
+        report_flags(index, {path for path, *_ in written})
+        report_pii(index, [path for path, *_ in written])
+        count, dim = index.count(), index.meta().get("dim")
+        index.finish(ann=args.ann)
     except store.StoreError as exc:
         raise SystemExit(f"Fehler: {exc}")
     finally:

@@ -6,7 +6,8 @@
 
 What build_index.py and rag/search.py need from a store, and all they use (both stores have it):
     meta() / write_meta(**values)          key/value facts about the index (model, dim, thresholds)
-    writer()                               the writer lock: a second indexer waits, then stops with one line
+    open_store(db, create=True)            a writer: holds the writer lock until close(); a second waits, then
+                                           stops with one German line (never two writers interleaved)
     pages() / reusable(hashes)             page hashes, and stored vectors by chunk text hash (incremental runs)
     write_page(path, hash, chunks)         one page's chunks and vectors, in one transaction
     delete_page(path)                      one page out of every table, in one transaction
@@ -36,7 +37,6 @@ new file beside the old one (knowledge.db.rebuild) and renames it over the old o
 Does not handle: approximate search in SQLite (every query scans every vector), writers on other
 machines (the lock is a local file lock, knowledge.db.lock).
 """
-import contextlib
 import fcntl
 import json
 import os
@@ -125,15 +125,22 @@ class SQLiteStore:
             return
         if create and not os.path.isdir(os.path.dirname(os.path.abspath(path))):
             raise StoreError(f"Ordner für den Index {path} fehlt – anlegen oder --db / RAG_DB ändern.")
-        if rebuild:
-            for suffix in ("", "-wal", "-shm"):
-                if os.path.exists(self.target + suffix):
-                    os.unlink(self.target + suffix)
-        self.conn = connect(self.target, create=create)
+        self.lock = take_lock(path + ".lock", path) if create else None  # before anything is touched
+        try:
+            if rebuild:
+                for suffix in ("", "-wal", "-shm"):
+                    if os.path.exists(self.target + suffix):
+                        os.unlink(self.target + suffix)
+            self.conn = connect(self.target, create=create)
+        except StoreError:
+            self.lock and self.lock.close()
+            raise
 
     @classmethod
     def wrap(cls, conn):
         return cls(database_label(conn), conn=conn)
+
+    lock = None
 
     # -- meta, vocabulary, sizes
     def meta(self):
@@ -152,15 +159,7 @@ class SQLiteStore:
     def count(self):
         return self.conn.execute("SELECT COUNT(*) FROM docs").fetchone()[0]
 
-    # -- writing
-    @contextlib.contextmanager
-    def writer(self, wait=LOCK_WAIT):
-        """The writer lock (a file lock beside the index, gone with the process, even on kill -9)."""
-        with open(self.path + ".lock", "a") as lock:
-            if not wait_for(lambda: try_flock(lock), wait, self.label):
-                raise StoreError(busy_message(self.label, wait))
-            yield
-
+    # -- writing (the writer lock is held from open_store(create=True) to close)
     def pages(self):
         return dict(self.conn.execute("SELECT path, file_hash FROM pages"))
 
@@ -222,6 +221,9 @@ class SQLiteStore:
 
     def close(self):
         self.conn.close()
+        if self.lock:
+            self.lock.close()  # releases the flock
+            self.lock = None
 
     # -- reading: lexical
     def lexical(self, groups, limit):
@@ -296,12 +298,24 @@ def database_label(conn):
     return vectors.database_path(conn) or ":memory:"
 
 
-def try_flock(lock):
+def take_lock(lock_path, label, wait=LOCK_WAIT):
+    """The open lock file, flock'ed: the kernel drops the lock when the process ends, even on kill -9."""
     try:
-        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        return True
-    except BlockingIOError:
-        return False
+        lock = open(lock_path, "a")
+    except OSError as exc:
+        raise StoreError(f"Sperrdatei {lock_path} nicht anlegbar ({exc.strerror}) – Rechte des Ordners prüfen")
+
+    def take():
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return True
+        except BlockingIOError:
+            return False
+
+    if not wait_for(take, wait, label):
+        lock.close()
+        raise StoreError(busy_message(label, wait))
+    return lock
 
 
 def wait_for(acquire, wait, label, poll=0.2):
