@@ -705,10 +705,10 @@ def main():
         raise SystemExit(f"Fehler: --modes erlaubt nur {', '.join(search.MODES)}.")
     items = load_questions(args.questions)
     try:
-        conn = store.connect(args.db)
+        conn = store.open_store(args.db)  # SQLite file or PostgreSQL DSN (rag/store.py)
     except store.StoreError as exc:
         raise SystemExit(f"Fehler: {exc}")
-    meta = store.read_meta(conn)
+    meta = conn.meta()
     args.vector_weight, floor, reject = search.index_settings(meta, args.vector_weight, args.floor_cosine,
                                                               args.reject_cosine)
     started = time.perf_counter()
@@ -724,9 +724,8 @@ def main():
     if args.tune:
         weight, best_floor, best_reject = tune(conn, items, vectors)
         if args.store:
-            with conn:
-                store.write_meta(conn, vector_weight=weight, floor_cosine="" if best_floor is None else best_floor,
-                                 reject_cosine="" if best_reject is None else best_reject)
+            conn.write_meta(vector_weight=weight, floor_cosine="" if best_floor is None else best_floor,
+                            reject_cosine="" if best_reject is None else best_reject)
             print(f"Gespeichert in {args.db}: vector_weight={weight}, floor_cosine={best_floor}, "
                   f"reject_cosine={best_reject}")
         return

@@ -93,14 +93,14 @@ def psycopg_module():
 
 def masked(dsn):
     """The DSN without its password, for messages. Example: "postgresql://rag:geheim@db/wiki" -> "postgresql://rag:***@db/wiki\""""
-    dsn = re.sub(r"^(postgres(?:ql)?://[^:/@?]*:)[^@/?]*@", r"\1***@", dsn)
+    dsn = re.sub(r"(postgres(?:ql)?://[^:/@?\s\"]*:)[^@/?\s\"]*@", r"\1***@", dsn)
     return re.sub(r"(password=)[^&\s]*", r"\1***", dsn)
 
 
 def first_line(exc):
     """The reason in a psycopg message. Example: '… failed: Connection refused\\n\\tIs the server …' -> "Connection refused\""""
     line = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-    return line.rsplit(" failed: ", 1)[-1].strip()
+    return masked(line.rsplit(" failed: ", 1)[-1].strip().removeprefix("connection is bad: "))
 
 
 def describe(dsn, exc):
@@ -121,6 +121,9 @@ def connect(dsn):
                                f"Form: postgresql://benutzer@host:5432/datenbank")
     except psycopg.OperationalError as exc:
         reason = first_line(exc)
+        if reason.startswith("invalid "):  # libpq checks some options only when it connects (sslmode=…)
+            raise store.StoreError(f"--db {label} ist keine gültige PostgreSQL-Adresse ({reason}) – "
+                                   f"Form: postgresql://benutzer@host:5432/datenbank")
         if "database" in reason and "does not exist" in reason:
             raise store.StoreError(f"PostgreSQL unter {label}: {reason} – Datenbank anlegen, z. B. mit: "
                                    f"createdb NAME (oder CREATE DATABASE NAME;)")
