@@ -578,8 +578,8 @@ def snapshot(wiki):
 
 def describe_run(run):
     """One line per page a watch cycle changed. Example: geändert: mail/quota.md · 3 Chunks neu · 0.8 s"""
-    lines = [f"{'geändert' if path in run['known'] else 'neu'}: {path} · {embedded} Chunks neu · {seconds:.1f} s"
-             for path, embedded, seconds in run["written"]]
+    lines = [f"{'geändert' if path in run['known'] else 'neu'}: {path} · {embedded} Chunk{'' if embedded == 1 else 's'} "
+             f"neu · {seconds:.1f} s" for path, embedded, seconds in run["written"]]
     return lines + [f"entfernt: {path} · {run['seconds']:.1f} s" for path in run["gone"]]
 
 
