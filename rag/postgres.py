@@ -369,6 +369,13 @@ class PostgresStore:
         return row[0] if row else ""
 
     # -- reading: chunks and vectors
+    def ids_below(self, prefix):
+        return {d for d, in self.conn.execute("SELECT id FROM docs WHERE starts_with(path, %s)", (prefix,))}
+
+    def section(self, path, heading):
+        return self.conn.execute("SELECT chunk_index, content FROM docs WHERE path = %s AND heading = %s "
+                                 "ORDER BY chunk_index", (path, heading)).fetchall()
+
     def sources(self, doc_ids):
         rows = self.conn.execute("SELECT id, path, chunk_index, heading, content, flags FROM docs WHERE id = ANY(%s)",
                                  (list(doc_ids),))
