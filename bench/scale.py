@@ -45,7 +45,7 @@ from pathlib import Path
 
 import common
 import scale_corpus
-from common import GERMAN_WORDS, ROOT
+from common import GERMAN_WORDS
 
 from rag import postgres, store, vectors  # noqa: E402  (common puts ROOT on sys.path)
 

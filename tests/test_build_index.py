@@ -7,7 +7,6 @@ PostgreSQL (conftest.py starts an embedded server; tests/stores.py reads both th
 """
 import json
 import os
-import shutil
 import signal
 import sqlite3
 import subprocess
@@ -17,7 +16,7 @@ import time
 import pytest
 
 from conftest import ROOT, SMALL_WIKI, load_json, run_script, write_wiki
-from rag import embedder, german, vectors
+from rag import embedder, german
 
 
 def build(wiki, env, *args, **extra_env):

@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from conftest import SMALL_WIKI, assert_one_error_line, load_json, run_script, write_wiki
+from conftest import assert_one_error_line, load_json, run_script
 from rag import postgres, search, store, vectors
 
 
