@@ -337,17 +337,16 @@ def cited_facts(facts, cited, texts):
 
 def source_texts(db, sources):
     """The text of each source of an --json answer, read from the index (a widened source: all its chunks)."""
-    conn = store.connect(db)
+    index = store.open_store(db)  # SQLite or PostgreSQL (rag/store.py)
     try:
         out = []
         for s in sources:
+            contents = index.page_contents(s["path"])  # in chunk order, chunk_index 0, 1, …
             chunks = s.get("chunks") or [s["chunk_index"]]
-            rows = conn.execute(f"SELECT content FROM docs WHERE path = ? AND chunk_index IN ({','.join('?' * len(chunks))}) "
-                                "ORDER BY chunk_index", [s["path"], *chunks]).fetchall()
-            out.append("\n\n".join(r[0] for r in rows))
+            out.append("\n\n".join(contents[i] for i in sorted(chunks) if i < len(contents)))
         return out
     finally:
-        conn.close()
+        index.close()
 
 
 def score(row):
