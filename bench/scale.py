@@ -261,23 +261,25 @@ def run_size(n, real, queries_all, args, work, dsn_for):
     return row
 
 
+def de(number):
+    """German thousands. Example: de(200000) -> 200.000"""
+    return f"{number:,.0f}".replace(",", ".")
+
+
 def print_table(rows):
     print("| N × D | Vektoren | Speicher | Bauen | Größe | Suchweg | p50 ms | p95 ms | Recall@10 | RAM (Prozess) |")
     print("|---|---|---|---:|---:|---|---:|---:|---:|---:|")
     for r in rows:
-        origin = f"{r['real']:,} echt".replace(",", ".") + (f" + {r['derived']:,} abgeleitet".replace(",", ".")
-                                                              if r["derived"] else "")
-        for kind in ("sqlite", "postgres"):
+        origin = f"{de(r['real'])} echt" + (f" + {de(r['derived'])} abgeleitet" if r["derived"] else "")
+        for kind, name in (("sqlite", "SQLite"), ("postgres", "PostgreSQL")):
             if kind not in r:
                 continue
             s = r[kind]
             built = f"{s['build_s']:.0f} s" + (f" + HNSW {s['hnsw_build_s']:.0f} s" if "hnsw_build_s" in s else "")
-            size = f"{s['size_mb']:,.0f} MB".replace(",", ".") + (f" + HNSW {s['hnsw_mb']:,.0f} MB".replace(",", ".")
-                                                                   if "hnsw_mb" in s else "")
+            size = f"{de(s['size_mb'])} MB" + (f" + HNSW {de(s['hnsw_mb'])} MB" if "hnsw_mb" in s else "")
             for way, m in s["ways"].items():
-                print(f"| {r['n']:,} × {r['dim']} | {origin} | {'SQLite' if kind == 'sqlite' else 'PostgreSQL'} | "
-                      f"{built} | {size} | {way} ({m['queries']} Fragen) | {m['p50_ms']:.1f} | {m['p95_ms']:.1f} | "
-                      f"{m['recall@10']:.3f} | {m['peak_mb']:.0f} MB |".replace(f"{r['n']:,}", f"{r['n']:,}".replace(",", ".")))
+                print(f"| {de(r['n'])} × {r['dim']} | {origin} | {name} | {built} | {size} | {way} ({m['queries']} "
+                      f"Fragen) | {m['p50_ms']:.1f} | {m['p95_ms']:.1f} | {m['recall@10']:.3f} | {m['peak_mb']:.0f} MB |")
 
 
 def main():
@@ -310,7 +312,7 @@ def main():
             dsn_for = (lambda n: args.dsn) if args.dsn else (lambda n: create_database(server, f"scale_{n}"))
             rows = []
             for n in sizes:
-                print(f"N = {n:,} …".replace(",", "."), file=sys.stderr, flush=True)
+                print(f"N = {de(n)} …", file=sys.stderr, flush=True)
                 rows.append(run_size(n, real, queries, args, work, dsn_for))
         finally:
             if server:
