@@ -36,7 +36,8 @@ CONNECT_TIMEOUT = 10  # seconds to reach the server
 LOCK_KEY = 0x52414731  # pg_advisory_lock key ("RAG1"); advisory locks are per database
 K1, B = 1.2, 0.75  # BM25 as in FTS5
 HEADING_WEIGHT = 2.0  # BM25 weight of the heading (tsvector weight A) over the body (D), as bm25(fts, 2.0, 1.0)
-EF_SEARCH = 100  # hnsw.ef_search: candidates the graph search keeps (bench/scale.py: recall@10 …)
+EF_SEARCH = 100  # hnsw.ef_search: candidates the graph search keeps (an assumption until bench/scale.py
+#                  measures recall@10 on the e5 vectors; the issue saw 0.25 at 40 on random vectors)
 ANN_CANDIDATES = 100  # rows the HNSW preselects and Python rescores exactly (at least the requested limit)
 HNSW_OPTIONS = "m = 16, ef_construction = 64"  # pgvector's defaults
 BUILD_MEMORY = "2GB"  # maintenance_work_mem while the HNSW index is built (the graph must fit, or it crawls)
