@@ -44,7 +44,9 @@ def print_explain(result, out):
         print(f"Ordner:    nur {result.under}", file=out)
     if result.scan:  # which way rag/vectors.py scanned the vectors
         processes = f", {result.scan_processes} Prozesse" if (result.scan_processes or 1) > 1 else ""
-        print(f"Vektorsuche: {result.scan}{processes} (exakt, alle Vektoren)", file=out)
+        how = (f"HNSW: {result.scan_candidates} Kandidaten vorausgewählt, exakt nachgerechnet" if result.scan_candidates
+               else "exakt, alle Vektoren")
+        print(f"Vektorsuche: {result.scan}{processes} ({how})", file=out)
     if result.weak:
         print(f"Belege zu schwach: {result.weak_reason}", file=out)
     if result.query_prefix is not None:
@@ -131,11 +133,14 @@ def parse_args(argv=None):
         description="Beantwortet eine Frage aus dem Wiki-Index mit llama-server (RAG ohne Magie).",
         epilog="Umgebungsvariablen: RAG_DB, LLAMA_EMBEDDING, RAG_EMBED_MODEL, LLAMA_SERVER_URL, RAG_TOP_K, "
                "RAG_EMBED_VIA, RAG_EMBED_URL, RAG_EMBED_MODEL_NAME, RAG_API_KEY, RAG_LLM_MODEL_NAME, "
-               "RAG_MODE, RAG_VECTOR_WEIGHT, RAG_FLOOR_COSINE, RAG_AUDIT, RAG_PII, RAG_PII_KINDS, RAG_PII_KEEP, RAG_UNDER; "
-               "für --serve: RAG_SERVE_HOST, RAG_SERVE_PORT, RAG_SERVE_KEY, RAG_SERVE_SLOTS, RAG_SERVE_QUEUE.")
+               "RAG_MODE, RAG_VECTOR_WEIGHT, RAG_FLOOR_COSINE, RAG_AUDIT, RAG_PII, RAG_PII_KINDS, RAG_PII_KEEP, RAG_UNDER, "
+               "RAG_ANN; für --serve: RAG_SERVE_HOST, RAG_SERVE_PORT, RAG_SERVE_KEY, RAG_SERVE_SLOTS, RAG_SERVE_QUEUE.")
     parser.add_argument("question", nargs="?", help="die Frage (in Anführungszeichen)")
     parser.add_argument("--db", default=config.env_str("RAG_DB", "knowledge.db"),
-                        help="SQLite-Datei des Index (RAG_DB, Standard: knowledge.db)")
+                        help="Index: SQLite-Datei oder PostgreSQL-DSN postgresql://… (RAG_DB, Standard: knowledge.db)")
+    parser.add_argument("--ann", action="store_true", default=os.environ.get("RAG_ANN") == "1",
+                        help="PostgreSQL: Vektorsuche über den HNSW-Index, Kandidaten exakt nachgerechnet "
+                             "(RAG_ANN=1; Standard: ab einer gemessenen Größe von selbst)")
     parser.add_argument("--wiki", default=config.env_str("RAG_WIKI", "wiki"),
                         help="Wiki-Ordner (RAG_WIKI; nur zur Anzeige, Standard: wiki)")
     parser.add_argument("--embedding-bin", default=config.default_embedding_bin(),

@@ -27,7 +27,7 @@ read with replacement characters (�) and a warning. A chunk too long for the m
 split further.
 
 Does not handle: formats other than Markdown, plain text, PDF, HTML and .docx (no OCR of scans),
-setext headings (underlined with ===), several writers at once.
+setext headings (underlined with ===). A second writer waits for the first (rag/store.py), it never interleaves.
 """
 import argparse
 import collections
@@ -35,7 +35,6 @@ import hashlib
 import json
 import os
 import re
-import sqlite3
 import sys
 import time
 import unicodedata
@@ -51,6 +50,7 @@ MAX_FILE_BYTES = 5 * 1024 * 1024  # larger files are skipped with a warning
 SUFFIXES = (".md", ".txt") + formats.SUFFIXES  # what counts as a wiki page (.pdf .html .htm .docx: rag/formats.py)
 HEADING_SEP = " › "  # between the parts of a heading path
 CHUNKER = "chunker 3"  # bump when chunking changes: every page is then re-chunked (vectors reused); 3: invisible characters removed
+WATCH_INTERVAL = 2.0  # --watch: seconds between two looks at the wiki (a change is stored ≤ this + embedding later)
 
 
 def warn(message):
@@ -183,6 +183,43 @@ def strip_front_matter(text):
         return text, None
     title = re.search(r"^title:\s*['\"]?(.*?)['\"]?\s*$", match.group(1) or "", re.M)
     return text[match.end():], (title.group(1) if title and title.group(1) else None)
+
+
+Page = collections.namedtuple("Page", "path hash chunks keys")  # chunks [(heading, content)], keys: their text hashes
+
+
+def read_changed(wiki, pages, known, args, stats):
+    """Read every page; chunk those whose bytes or chunk settings changed since `known` {path: page hash}.
+
+    Returns ([Page] to write, in path order; the set of paths that are still pages) and counts into stats.
+    """
+    settings = f"{CHUNKER}, max_chars={args.max_chars}"  # other settings, other chunks: re-chunk
+    todo, present, warned = [], set(), set()  # warned: missing converters, one warning per run
+    for rel in pages:
+        text, file_hash = read_page(wiki / rel, rel)
+        if text is None:
+            continue
+        version = f", {formats.CONVERTER}" if formats.is_document(rel) else ""  # (Markdown hashes stay as they were)
+        page_hash = text_hash(f"{settings}{version}\n{file_hash}")
+        present.add(rel)
+        if known.get(rel) == page_hash:
+            stats["unchanged"] += 1
+            continue
+        notes = formats.Notes()  # what a converter left out: hidden text, PDF pages without text
+        if formats.is_document(rel):
+            text, keep = convert_page(rel, text, args.pdftotext, warned, notes)
+            if text is None:
+                if not (keep and rel in known):
+                    present.discard(rel)
+                continue
+        chunks = chunk_page(clean_page(rel, text, notes), args.max_chars)
+        if not chunks:
+            warn(f"{rel}: enthält keinen Text (leer oder nur Überschriften/Front Matter) – übersprungen")
+            present.discard(rel)
+            continue
+        stats["changed" if rel in known else "added"] += 1
+        todo.append(Page(rel, page_hash, chunks, [text_hash(embedded_text(h, c)) for h, c in chunks]))
+    return todo, present
 
 
 # -- 2. chunk --------------------------------------------------------------------------------------
@@ -335,6 +372,9 @@ def embed_all(texts, args):
     if args.via == "server":
         yield from embed_via_server(texts, args.batch, args.timeout, args.embed_url, args.embed_model_name, args.api_key)
         return
+    if getattr(args, "spawned", None):  # --watch: the server started once for all cycles
+        yield from embed_via_server(texts, args.batch, args.timeout, args.spawned.url)
+        return
     if not args.quiet:
         print("Starte llama-server --embeddings für diesen Lauf (--embed-via binary: llama-embedding wie im Artikel)",
               file=sys.stderr, flush=True)
@@ -364,57 +404,110 @@ def model_identity(args):
     return os.path.basename(args.model), str(os.path.getsize(args.model))
 
 
-def check_model(conn, args, db_path):
+def check_model(meta, args):
     """Refuse to mix models: names must match, and sizes where both are known (a server has none)."""
-    meta = store.read_meta(conn)
     name, size = args.identity
     built, built_size = meta.get("embed_model"), meta.get("embed_model_size")
     if built and (built != name or (built_size and size and built_size != size)):
         sizes = f" ({built_size} Bytes)" if built_size else "", f" ({size} Bytes)" if size else ""
-        raise SystemExit(f"Fehler: {db_path} wurde mit Modell {built}{sizes[0]} (Dimension {meta.get('dim')}) "
+        raise SystemExit(f"Fehler: {args.db} wurde mit Modell {built}{sizes[0]} (Dimension {meta.get('dim')}) "
                          f"gebaut, jetzt ist {name}{sizes[1]} eingestellt – neu bauen mit: "
                          f"python3 build_index.py --rebuild")
     if args.via != "server" and meta.get("pooling") and meta["pooling"] != embedder.POOLING:
-        raise SystemExit(f"Fehler: {db_path} wurde mit Pooling {meta['pooling']} gebaut, jetzt {embedder.POOLING} "
+        raise SystemExit(f"Fehler: {args.db} wurde mit Pooling {meta['pooling']} gebaut, jetzt {embedder.POOLING} "
                          f"– neu bauen mit: python3 build_index.py --rebuild")
 
 
-def write_page(conn, rel, file_hash, chunks, vectors, vocab, fts):
-    """Replace one page's chunks in one transaction: a crash leaves the page entirely old or new."""
-    flags = [safety.scan(content) for _, content in chunks]
-    with conn:
-        store.delete_page(conn, rel)
-        for i, ((heading, content), vector) in enumerate(zip(chunks, vectors)):
-            search = (german.index_text(heading, vocab), german.index_text(content, vocab)) if fts else None
-            store.insert_chunk(conn, rel, i, heading, content, vector,
-                               text_hash(embedded_text(heading, content)), flags[i], search)
-        conn.execute("INSERT OR REPLACE INTO pages VALUES (?, ?, ?)", (rel, file_hash, len(chunks)))
-        store.write_meta(conn, vocab_dirty=1)
+def open_index(args):
+    """The store behind --db, checked against the model (SQLite file or PostgreSQL, rag/store.py)."""
+    try:
+        index = store.open_store(args.db, create=True, rebuild=args.rebuild)
+    except store.StoreError as exc:
+        raise SystemExit(f"Fehler: {exc}")
+    if not args.rebuild:
+        check_model(index.meta(), args)
+    if not index.has_lexical():
+        warn("dieses Python-SQLite hat kein FTS5 – nur Vektorsuche (--mode vector) möglich; "
+             "ein Python mit FTS5-fähigem SQLite verwenden")
+    return index
 
 
-def refresh_search(conn):
-    """Relearn the compound vocabulary from the indexed text; rebuild the FTS rows if it changed."""
-    meta = store.read_meta(conn)
+def remember_model(index, args, dim):
+    """On the first vector of a new index: model, dimension and prefixes go into meta; later vectors must match."""
+    meta = index.meta()
+    if not meta.get("dim"):
+        name, size = args.identity
+        query_prefix, passage_prefix = embedder.prefixes_for(name)
+        index.write_meta(embed_model=name, embed_model_size=size, dim=dim, query_prefix=query_prefix,
+                         passage_prefix=passage_prefix, **({} if args.via == "server" else {"pooling": embedder.POOLING}))
+    elif str(dim) != meta["dim"]:
+        raise SystemExit(f"Fehler: {args.identity[0]} liefert Dimension {dim}, {args.db} wurde mit "
+                         f"{meta.get('embed_model')} in Dimension {meta['dim']} gebaut – neu bauen mit: "
+                         f"python3 build_index.py --rebuild")
+
+
+def embed_and_store(index, todo, args, stats):
+    """Embed the chunk texts that have no vector in the index yet (vectors are reused by text hash,
+    across pages), and write each page, in path order, as soon as all its vectors exist, one
+    transaction each. Returns [(path, chunks embedded for it, seconds since the start)]."""
+    needed = {}  # text hash -> embedded text
+    for page in todo:
+        for (heading, content), key in zip(page.chunks, page.keys):
+            needed.setdefault(key, embedded_text(heading, content))
+    vectors = index.reusable(needed)
+    missing = [h for h in needed if h not in vectors]
+    stats["reused"] = sum(len(page.keys) for page in todo) - len(missing)
+    _, passage_prefix = embedder.prefixes_for(args.identity[0])  # e5: "passage: "
+    passage_prefix = index.meta().get("passage_prefix", passage_prefix)  # an index keeps the prefix it was built with
+    pending, written, fresh, started = collections.deque(todo), [], set(missing), time.monotonic()
+    progress = Progress(len(todo), not args.quiet)
+
+    def flush_ready():
+        while pending and all(k in vectors for k in pending[0].keys):
+            page = pending.popleft()
+            chunks = [store.Chunk(h, c, vectors[k], k, safety.scan(c), None) for (h, c), k in zip(page.chunks, page.keys)]
+            index.write_page(page.path, page.hash, with_search_text(chunks, index.vocab()))
+            written.append((page.path, sum(k in fresh for k in page.keys), time.monotonic() - started))
+
+    try:
+        flush_ready()  # pages whose chunks are all reused
+        for start, batch in embed_all([passage_prefix + needed[h] for h in missing], args):
+            remember_model(index, args, len(batch[0]))
+            vectors.update(zip(missing[start:start + len(batch)], batch))
+            stats["embedded"] += len(batch)
+            flush_ready()
+            progress.show(len(written), stats["embedded"], len(missing))
+    except embedder.EmbeddingError as exc:
+        progress.done()
+        raise SystemExit(f"Fehler: {exc} ({len(written)} Seiten dieses Laufs gespeichert; erneut starten setzt fort)")
+    progress.done()
+    return written
+
+
+def with_search_text(chunks, vocab):
+    """The chunks with their folded search text (heading, body) from rag/german.py."""
+    return [c._replace(search=(german.index_text(c.heading, vocab), german.index_text(c.content, vocab)))
+            for c in chunks]
+
+
+def refresh_search(index):
+    """Relearn the compound vocabulary from the indexed text; rewrite every search text if it changed."""
+    meta = index.meta()
     if meta.get("vocab_dirty") != "1" and meta.get("search_version") == german.SEARCH_VERSION:
         return
-    rows = conn.execute("SELECT id, heading, content FROM docs ORDER BY id").fetchall()
+    rows = index.texts()
     vocab = german.learn_vocabulary(h + "\n" + c for _, h, c in rows)
-    with conn:
-        if vocab != store.load_vocab(conn) or meta.get("search_version") != german.SEARCH_VERSION:
-            conn.execute("DELETE FROM vocab")
-            conn.executemany("INSERT INTO vocab VALUES (?)", [(w,) for w in sorted(vocab)])
-            if store.fts_available(conn):
-                conn.execute("DELETE FROM fts")
-                conn.executemany("INSERT INTO fts (rowid, heading, body) VALUES (?, ?, ?)",
-                                 [(i, german.index_text(h, vocab), german.index_text(c, vocab)) for i, h, c in rows])
-        store.write_meta(conn, vocab_dirty=0, search_version=german.SEARCH_VERSION)
+    if vocab != index.vocab() or meta.get("search_version") != german.SEARCH_VERSION:
+        index.replace_search(vocab, [(i, german.index_text(h, vocab), german.index_text(c, vocab)) for i, h, c in rows],
+                             vocab_dirty=0, search_version=german.SEARCH_VERSION)
+    else:
+        index.write_meta(vocab_dirty=0, search_version=german.SEARCH_VERSION)
 
 
-def report_flags(conn, paths):
-    for path, heading, flags in conn.execute(
-            "SELECT path, heading, flags FROM docs WHERE flags != '[]' ORDER BY path, chunk_index"):
+def report_flags(index, paths):
+    for path, heading, flags in index.flagged():
         if path in paths:
-            for flag in json.loads(flags):
+            for flag in json.loads(flags) if isinstance(flags, str) else flags:
                 print(f"Markiert: {path} › {heading}: {flag['rule']} „{flag['match']}“", file=sys.stderr)
 
 
@@ -424,7 +517,7 @@ def pii_settings():
             privacy.parse_keep(os.environ.get("RAG_PII_KEEP")))
 
 
-def report_pii(conn, paths):
+def report_pii(index, paths):
     """One stderr line per page of this run with personal data: counts per kind, never the values.
 
     Example: "Personenbezogene Daten: hr-it/x.md: 2 IBAN, 1 TELEFON" (the index keeps the text as
@@ -432,20 +525,16 @@ def report_pii(conn, paths):
     """
     kinds, keep = pii_settings()
     for path in sorted(paths):
-        rows = conn.execute("SELECT content FROM docs WHERE path = ? ORDER BY chunk_index", (path,))
-        found = privacy.describe(privacy.counts("\n\n".join(content for (content,) in rows), kinds, keep))
+        found = privacy.describe(privacy.counts("\n\n".join(index.page_contents(path)), kinds, keep))
         if found:
             print(f"Personenbezogene Daten: {path}: {found}", file=sys.stderr)
 
 
-def build(args):
+def check_setup(args):
+    """Wiki, pages, embedder and model must be there before anything is opened (one German line each)."""
     wiki = Path(args.wiki)
     if not wiki.is_dir():
         raise SystemExit(f"Fehler: Wiki-Ordner {wiki} nicht gefunden – Pfad mit --wiki oder RAG_WIKI angeben.")
-    pages = find_pages(wiki)
-    if not pages:
-        raise SystemExit(f"Fehler: keine .md- oder .txt-Seiten (auch kein PDF, HTML, .docx) in {wiki} – "
-                         f"Markdown-Dateien dort ablegen.")
     args.via = transport(args)
     if args.via == "server" and not args.embed_url:
         raise SystemExit("Fehler: --embed-via server braucht die URL des Embedding-Servers – "
@@ -460,136 +549,110 @@ def build(args):
         args.identity = model_identity(args)
     except embedder.EmbeddingError as exc:
         raise SystemExit(f"Fehler: {exc}")
-    db_path = args.db
-    if not os.path.isdir(os.path.dirname(os.path.abspath(db_path))):
-        raise SystemExit(f"Fehler: Ordner für den Index {db_path} fehlt – anlegen oder --db / RAG_DB ändern.")
+    return wiki
+
+
+def build(args):
+    """The post's index_wiki(): read every page, chunk what changed, embed what is new, store it.
+
+    Returns the run's counts and [(path, chunks embedded, seconds)] of the pages written.
+    """
     started = time.monotonic()
-    target = db_path + ".rebuild" if args.rebuild else db_path
-    if args.rebuild:
-        for suffix in ("", "-wal", "-shm"):
-            if os.path.exists(target + suffix):
-                os.unlink(target + suffix)
+    wiki = Path(args.wiki)
+    pages = find_pages(wiki)
+    if not pages:
+        raise SystemExit(f"Fehler: keine .md- oder .txt-Seiten (auch kein PDF, HTML, .docx) in {wiki} – "
+                         f"Markdown-Dateien dort ablegen.")
+    index = open_index(args)  # a writer: a second build_index.py waits for this one
+    stats = dict(added=0, changed=0, removed=0, unchanged=0, embedded=0, reused=0)
     try:
-        conn = store.connect(target, create=True)
-        if not args.rebuild:
-            check_model(conn, args, db_path)
+        known = index.pages()
+        # 1.+2. read every page, chunk those that changed
+        todo, present = read_changed(wiki, pages, known, args, stats)
+        if not present:
+            raise SystemExit(f"Fehler: keine Seite in {wiki} enthält verwertbaren Text – Warnungen oben beachten.")
+        # 3.+4. embed what is not in the index yet, store page by page
+        written = embed_and_store(index, todo, args, stats)
+        # pages that are gone leave the index (after the adds, so a moved page could reuse vectors)
+        gone = sorted(set(known) - present)
+        for rel in gone:
+            index.delete_page(rel)
+        stats["removed"] = len(gone)
+        refresh_search(index)
+        report_flags(index, {path for path, *_ in written})
+        report_pii(index, [path for path, *_ in written])
+        count, dim = index.count(), index.meta().get("dim")
+        index.finish(ann=args.ann)
     except store.StoreError as exc:
         raise SystemExit(f"Fehler: {exc}")
+    finally:
+        index.close()
+    seconds = time.monotonic() - started
+    if not args.watching:
+        print(f"Seiten: {stats['added']} neu, {stats['changed']} geändert, {stats['removed']} entfernt, "
+              f"{stats['unchanged']} unverändert · Chunks: {stats['embedded']} eingebettet, "
+              f"{stats['reused']} wiederverwendet, {count} im Index (Dimension {dim}) · "
+              f"{seconds:.1f} s → {index.label}", flush=True)
+    return dict(stats, written=written, gone=gone, known=set(known), seconds=seconds)
 
-    fts = store.fts_available(conn)
-    if not fts:
-        warn("dieses Python-SQLite hat kein FTS5 – nur Vektorsuche (--mode vector) möglich; "
-             "ein Python mit FTS5-fähigem SQLite verwenden")
-    known = dict(conn.execute("SELECT path, file_hash FROM pages"))
-    vocab = store.load_vocab(conn)
-    stats = dict(added=0, changed=0, removed=0, unchanged=0, embedded=0, reused=0)
-    settings = f"{CHUNKER}, max_chars={args.max_chars}"  # other settings, other chunks: re-chunk
 
-    # 1.+2. read every page, chunk those that changed
-    todo = []  # (rel, page_hash, chunks, text hash of each chunk), in path order
-    present, warned = set(), set()  # warned: missing converters, one warning per run
-    for rel in pages:
-        text, file_hash = read_page(wiki / rel, rel)
-        if text is None:
+# -- watch: follow the wiki folder -----------------------------------------------------------------
+def snapshot(wiki):
+    """{path: (mtime_ns, size, inode)} of every page: what a poll compares. Example: {"a.md": (1733…, 120, 4711)}"""
+    found = {}
+    for rel in find_pages(wiki):
+        try:
+            st = os.stat(wiki / rel)
+        except OSError:
             continue
-        version = f", {formats.CONVERTER}" if formats.is_document(rel) else ""  # (Markdown hashes stay as they were)
-        page_hash = text_hash(f"{settings}{version}\n{file_hash}")
-        present.add(rel)
-        if known.get(rel) == page_hash:
-            stats["unchanged"] += 1
-            continue
-        notes = formats.Notes()  # what a converter left out: hidden text, PDF pages without text
-        if formats.is_document(rel):
-            text, keep = convert_page(rel, text, args.pdftotext, warned, notes)
-            if text is None:
-                if not (keep and rel in known):
-                    present.discard(rel)
-                continue
-        chunks = chunk_page(clean_page(rel, text, notes), args.max_chars)
-        if not chunks:
-            warn(f"{rel}: enthält keinen Text (leer oder nur Überschriften/Front Matter) – übersprungen")
-            present.discard(rel)
-            continue
-        stats["changed" if rel in known else "added"] += 1
-        todo.append((rel, page_hash, chunks, [text_hash(embedded_text(h, c)) for h, c in chunks]))
-    if not present:
-        raise SystemExit(f"Fehler: keine Seite in {wiki} enthält verwertbaren Text – Warnungen oben beachten.")
+        found[rel] = (st.st_mtime_ns, st.st_size, st.st_ino)
+    return found
 
-    # 3. embed what is not in the index yet (vectors are reused by text hash, across pages)
-    needed = {}  # text hash -> embedded text
-    for _, _, chunks, keys in todo:
-        for (heading, content), key in zip(chunks, keys):
-            needed.setdefault(key, embedded_text(heading, content))
-    vectors = {}
-    hashes = list(needed)
-    for i in range(0, len(hashes), 500):
-        part = hashes[i:i + 500]
-        rows = conn.execute(f"SELECT content_hash, embedding FROM docs WHERE content_hash IN "
-                            f"({','.join('?' * len(part))}) GROUP BY content_hash", part)
-        vectors.update((h, json.loads(e)) for h, e in rows)
-    missing = [h for h in hashes if h not in vectors]
-    stats["reused"] = sum(len(keys) for *_, keys in todo) - len(missing)
 
-    progress = Progress(len(todo), not args.quiet)
-    meta = store.read_meta(conn)
-    dim = meta.get("dim")
-    query_prefix, passage_prefix = embedder.prefixes_for(args.identity[0])  # e5: "query: ", "passage: "
-    passage_prefix = meta.get("passage_prefix", passage_prefix)  # an index keeps the prefix it was built with
-    pending, written = collections.deque(todo), []
+def describe_run(run):
+    """One line per page a watch cycle changed. Example: geändert: mail/quota.md · 3 Chunks neu · 0.8 s"""
+    lines = [f"{'geändert' if path in run['known'] else 'neu'}: {path} · {embedded} Chunk{'' if embedded == 1 else 's'} "
+             f"neu · {seconds:.1f} s" for path, embedded, seconds in run["written"]]
+    return lines + [f"entfernt: {path} · {run['seconds']:.1f} s" for path in run["gone"]]
 
-    def flush_ready():
-        """Write the next pages in path order whose vectors all exist, one transaction each."""
-        while pending and all(k in vectors for k in pending[0][3]):
-            rel, page_hash, chunks, keys = pending.popleft()
-            write_page(conn, rel, page_hash, chunks, [vectors[k] for k in keys], vocab, fts)
-            written.append(rel)
 
+def watch(args):
+    """build(), then poll the wiki every args.interval seconds and build again when a page changed.
+
+    Each cycle is an ordinary incremental run (one transaction per page, the writer lock only
+    while it runs), so Ctrl-C or kill -9 at any point loses nothing that was stored.
+    """
+    wiki = Path(args.wiki)
+    if args.via == "spawn":  # one embedding server for the whole watch, not one per change
+        args.spawned = ServerProcess.for_indexing(args.model, server_bin(args), ["x" * 4 * args.max_chars],
+                                                  threads=args.threads)
+        try:
+            args.spawned.start()
+        except RuntimeError as exc:
+            raise SystemExit(f"Fehler: {exc} – oder --embed-via binary verwenden")
     try:
-        flush_ready()  # pages whose chunks are all reused
-        for start, batch_vectors in embed_all([passage_prefix + needed[h] for h in missing], args):
-            for h, vec in zip(missing[start:start + len(batch_vectors)], batch_vectors):
-                if dim is None:
-                    dim = str(len(vec))
-                    name, size = args.identity
-                    with conn:
-                        store.write_meta(conn, embed_model=name, embed_model_size=size, dim=dim,
-                                         query_prefix=query_prefix, passage_prefix=passage_prefix,
-                                         **({} if args.via == "server" else {"pooling": embedder.POOLING}))
-                elif str(len(vec)) != dim:
-                    raise SystemExit(f"Fehler: {args.identity[0]} liefert Dimension {len(vec)}, "
-                                     f"{db_path} wurde mit {meta.get('embed_model')} in Dimension {dim} gebaut – "
-                                     f"neu bauen mit: python3 build_index.py --rebuild")
-                vectors[h] = vec
-            stats["embedded"] += len(batch_vectors)
-            flush_ready()
-            progress.show(len(written), stats["embedded"], len(missing))
-    except embedder.EmbeddingError as exc:
-        progress.done()
-        raise SystemExit(f"Fehler: {exc} ({len(written)} Seiten dieses Laufs gespeichert; "
-                         f"erneut starten setzt fort)")
-    progress.done()
-
-    # 4. pages that are gone leave the index (after the adds, so a moved page could reuse vectors)
-    for rel in sorted(set(known) - present):
-        with conn:
-            store.delete_page(conn, rel)
-            store.write_meta(conn, vocab_dirty=1)
-        stats["removed"] += 1
-    refresh_search(conn)
-    report_flags(conn, set(written))
-    report_pii(conn, written)
-    count = conn.execute("SELECT COUNT(*) FROM docs").fetchone()[0]
-    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # all in the main file (stays in WAL mode for readers)
-    conn.close()
-    if args.rebuild:
-        for path in (db_path + "-wal", db_path + "-shm", target + "-wal", target + "-shm"):
-            if os.path.exists(path):  # the old index's WAL must not meet the new file
-                os.unlink(path)
-        os.replace(target, db_path)
-    print(f"Seiten: {stats['added']} neu, {stats['changed']} geändert, {stats['removed']} entfernt, "
-          f"{stats['unchanged']} unverändert · Chunks: {stats['embedded']} eingebettet, "
-          f"{stats['reused']} wiederverwendet, {count} im Index (Dimension {dim}) · "
-          f"{time.monotonic() - started:.1f} s → {db_path}")
+        seen, failed = snapshot(wiki), None
+        build(args)
+        print(f"Beobachte {wiki} alle {args.interval:g} s – Strg-C beendet.", flush=True)
+        args.watching = True
+        while True:
+            time.sleep(args.interval)
+            now = snapshot(wiki)
+            if now == seen:
+                continue
+            try:
+                lines = describe_run(build(args))
+                seen, failed = now, None
+            except SystemExit as exc:  # e.g. the embedder failed: say it once, try again at the next poll
+                if str(exc.code) != failed:
+                    print(exc.code, file=sys.stderr, flush=True)
+                failed = str(exc.code)
+                continue
+            for line in lines:
+                print(line, flush=True)
+    finally:
+        if getattr(args, "spawned", None):
+            args.spawned.stop()
 
 
 def main():
@@ -602,7 +665,7 @@ def main():
     parser.add_argument("--wiki", default=config.env_str("RAG_WIKI", "wiki"),
                         help="Ordner mit den Seiten (RAG_WIKI, Standard: wiki)")
     parser.add_argument("--db", default=config.env_str("RAG_DB", "knowledge.db"),
-                        help="SQLite-Datei des Index (RAG_DB, Standard: knowledge.db)")
+                        help="Index: SQLite-Datei oder PostgreSQL-DSN postgresql://… (RAG_DB, Standard: knowledge.db)")
     parser.add_argument("--embedding-bin", default=config.default_embedding_bin(),
                         help="Pfad zu llama-embedding (LLAMA_EMBEDDING; Standard: PATH, sonst Setup-Cache)")
     parser.add_argument("--model", default=config.default_model(),
@@ -633,20 +696,34 @@ def main():
     parser.add_argument("--max-chars", type=int, default=MAX_CHARS, help=f"maximale Chunk-Länge (Standard: {MAX_CHARS})")
     parser.add_argument("--rebuild", action="store_true", help="Index komplett neu bauen (alter bleibt bis zum Ende)")
     parser.add_argument("--quiet", action="store_true", help="keine Fortschrittsanzeige")
+    parser.add_argument("--ann", action="store_true",
+                        help=f"PostgreSQL: HNSW-Index für die Vektorsuche jetzt anlegen (sonst ab "
+                             f"{store.ANN_MIN_CHUNKS:,} Chunks von selbst)".replace(",", "."))
+    parser.add_argument("--watch", action="store_true",
+                        help="weiterlaufen und geänderte Seiten neu indexieren (Strg-C beendet)")
+    parser.add_argument("--interval", type=float, default=WATCH_INTERVAL,
+                        help=f"mit --watch: Sekunden zwischen zwei Blicken ins Wiki (Standard: {WATCH_INTERVAL:g})")
     args = parser.parse_args()
-    if args.batch < 1 or args.max_chars < 100:
-        raise SystemExit("Fehler: --batch muss ≥ 1 und --max-chars ≥ 100 sein.")
+    args.watching = False
+    if args.batch < 1 or args.max_chars < 100 or args.interval <= 0:
+        raise SystemExit("Fehler: --batch muss ≥ 1, --max-chars ≥ 100 und --interval > 0 sein.")
+    if args.ann and not store.is_postgres(args.db):
+        raise SystemExit("Fehler: --ann (HNSW) gibt es nur mit PostgreSQL (--db postgresql://…); SQLite sucht "
+                         "immer exakt – --ann weglassen")
     try:
         pii_settings()
     except ValueError as exc:
         raise SystemExit(f"Fehler: RAG_PII_KINDS: {exc} – z. B. -ADRESSE,-PLZ-ORT oder IBAN,TELEFON,NAME")
     try:
-        build(args)
+        check_setup(args)
+        watch(args) if args.watch else build(args)
     except KeyboardInterrupt:
-        raise SystemExit("\nAbgebrochen – bereits gespeicherte Seiten bleiben; erneut starten setzt fort.")
-    except sqlite3.DatabaseError as exc:
-        raise SystemExit(f"Fehler: Index-Datenbank {args.db} defekt ({exc}) – neu bauen mit: "
-                         f"python3 build_index.py --rebuild")
+        print("\nAbgebrochen – bereits gespeicherte Seiten bleiben; erneut starten setzt fort.", file=sys.stderr)
+        raise SystemExit(130)
+    except store.StoreError as exc:
+        raise SystemExit(f"Fehler: {exc}")
+    except store.database_errors() as exc:
+        raise SystemExit(f"Fehler: {store.describe_error(args.db, exc)}")
 
 
 if __name__ == "__main__":

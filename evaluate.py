@@ -347,17 +347,16 @@ def cited_facts(facts, cited, texts):
 
 def source_texts(db, sources):
     """The text of each source of an --json answer, read from the index (a widened source: all its chunks)."""
-    conn = store.connect(db)
+    index = store.open_store(db)  # SQLite or PostgreSQL (rag/store.py)
     try:
         out = []
         for s in sources:
+            contents = index.page_contents(s["path"])  # in chunk order, chunk_index 0, 1, …
             chunks = s.get("chunks") or [s["chunk_index"]]
-            rows = conn.execute(f"SELECT content FROM docs WHERE path = ? AND chunk_index IN ({','.join('?' * len(chunks))}) "
-                                "ORDER BY chunk_index", [s["path"], *chunks]).fetchall()
-            out.append("\n\n".join(r[0] for r in rows))
+            out.append("\n\n".join(contents[i] for i in sorted(chunks) if i < len(contents)))
         return out
     finally:
-        conn.close()
+        index.close()
 
 
 def score(row):
@@ -717,10 +716,10 @@ def main():
         raise SystemExit(f"Fehler: --modes erlaubt nur {', '.join(search.MODES)}.")
     items = load_questions(args.questions)
     try:
-        conn = store.connect(args.db)
+        conn = store.open_store(args.db)  # SQLite file or PostgreSQL DSN (rag/store.py)
     except store.StoreError as exc:
         raise SystemExit(f"Fehler: {exc}")
-    meta = store.read_meta(conn)
+    meta = conn.meta()
     args.vector_weight, floor, reject = search.index_settings(meta, args.vector_weight, args.floor_cosine,
                                                               args.reject_cosine)
     started = time.perf_counter()
@@ -736,9 +735,8 @@ def main():
     if args.tune:
         weight, best_floor, best_reject = tune(conn, items, vectors)
         if args.store:
-            with conn:
-                store.write_meta(conn, vector_weight=weight, floor_cosine="" if best_floor is None else best_floor,
-                                 reject_cosine="" if best_reject is None else best_reject)
+            conn.write_meta(vector_weight=weight, floor_cosine="" if best_floor is None else best_floor,
+                            reject_cosine="" if best_reject is None else best_reject)
             print(f"Gespeichert in {args.db}: vector_weight={weight}, floor_cosine={best_floor}, "
                   f"reject_cosine={best_reject}")
         return

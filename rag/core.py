@@ -61,6 +61,7 @@ class Settings:
     pii_keep: tuple = ()  # values and patterns left readable (privacy.parse_keep)
     audit: str = None  # audit log path; None = next to the index; "" = no audit
     under: str = None  # only pages below this folder, e.g. "mail/"
+    ann: bool = False  # PostgreSQL: HNSW preselection, rescored exactly; False: the store decides by size
     whole_chunks: bool = False  # the model sees every source whole (as in the post), not the parts that fit
 
 
@@ -87,7 +88,8 @@ class Answer:
                 "weak_evidence": r.weak, "mode": r.mode, "strategy": r.strategy, "query_text": r.query_text,
                 "coverage": round(r.coverage, 3),
                 "best_cosine": None if r.best_cosine is None else round(r.best_cosine, 6),
-                "scan": r.scan, "scan_processes": r.scan_processes, "under": r.under,
+                "scan": r.scan, "scan_processes": r.scan_processes, "scan_candidates": r.scan_candidates,
+                "under": r.under,
                 "kind": self.kind, "answerable": self.answerable,
                 "citations": self.citations, "evidence": self.evidence, "support": self.support,
                 "unsupported": self.unsupported,
@@ -102,16 +104,17 @@ class Event:
 
 # -- open the index --------------------------------------------------------------------------------
 def open_index(settings):
-    """(connection, meta, mode): the index must exist and be built; without FTS5, vector mode."""
+    """(store, meta, mode): the index (SQLite file or PostgreSQL, rag/store.py) must exist and be built;
+    without FTS5, vector mode."""
     try:
-        conn = store.connect(settings.db)
-        meta = store.read_meta(conn)
+        conn = store.open_store(settings.db)
+        meta = conn.meta()
     except store.StoreError as exc:
         raise CoreError(str(exc))
     if not meta.get("dim"):
-        raise CoreError(f"Index {settings.db} ist leer – zuerst bauen mit: python3 build_index.py")
+        raise CoreError(f"Index {conn.label} ist leer – zuerst bauen mit: python3 build_index.py")
     mode = settings.mode
-    if mode != "vector" and not store.fts_available(conn):
+    if mode != "vector" and not conn.has_lexical():
         if mode == "lexical":
             raise CoreError("der Index hat keine Volltextsuche (SQLite ohne FTS5) – --mode vector verwenden")
         mode = "vector"
@@ -172,9 +175,12 @@ def retrieve(question, settings, timings, question_kind="fact"):
         t1 = time.monotonic()
         weight, floor, reject = search.index_settings(meta, settings.vector_weight, settings.floor_cosine,
                                                       settings.reject_cosine)
-        result = search.retrieve(conn, question, qvec, mode=mode, top_k=settings.top_k,
-                                 max_per_file=settings.max_per_file, floor_cosine=floor, vector_weight=weight,
-                                 reject_cosine=reject, under=settings.under)
+        try:
+            result = search.retrieve(conn, question, qvec, mode=mode, top_k=settings.top_k,
+                                     max_per_file=settings.max_per_file, floor_cosine=floor, vector_weight=weight,
+                                     reject_cosine=reject, under=settings.under, ann=settings.ann or None)
+        except store.StoreError as exc:  # e.g. --ann without an HNSW index
+            raise CoreError(str(exc))
         timings["retrieve_s"] = round(time.monotonic() - t1, 3)
         if settings.no_floor:
             result.weak = False
@@ -187,7 +193,7 @@ def retrieve(question, settings, timings, question_kind="fact"):
                                                            settings.pii_kinds, settings.pii_keep)
         result.pii_kept = masker.kept
         if settings.pii == "mask":  # the search text for --explain/--json, from the masked question
-            result.query_text = " ".join(german.index_text(question, store.load_vocab(conn)).split())
+            result.query_text = " ".join(german.index_text(question, conn.vocab()).split())
     finally:
         conn.close()
     return result, question, masker, raw_sources, meta

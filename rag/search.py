@@ -1,29 +1,34 @@
-"""Ranking: exact cosine over the packed vectors, a German FTS5 cascade, and their fusion.
+"""Ranking: exact cosine over the vectors, a German full-text cascade, and their fusion.
 
-    retrieve(conn, "Kuendigungsfrist Dienstleister", qvec, mode="hybrid", top_k=4)
+    retrieve(index, "Kuendigungsfrist Dienstleister", qvec, mode="hybrid", top_k=4)
     -> Retrieval(sources=[Source(path="vertraege/…", heading="… › § 7 Kündigung", …)], strategy="strict", …)
 
+`index` is a store (rag/store.py: SQLite, or PostgreSQL in rag/postgres.py); everything here is
+the same for both, the store only answers the questions of its interface.
+
 vector   cosine of the question vector with every chunk vector, exact (no pre-filter); vectors are
-         L2-normalised at index time, so cosine = dot product. rag/vectors.py scans: pure Python
-         (on every core for large indexes), or numpy / sqlite-vec when installed, same result.
-lexical  SQLite FTS5 with BM25 (heading weighted 2:1 over the body) over the search text of
-         rag/german.py, in a cascade: strict (every content word, or its stem) → compound (a word's
-         compound parts count too) → or (any word). Earlier stages rank first.
+         L2-normalised at index time, so cosine = dot product. SQLite (rag/vectors.py): pure Python
+         (on every core for large indexes), or numpy / sqlite-vec when installed, same result;
+         PostgreSQL: pgvector, rescored exactly, or an HNSW preselection rescored exactly (--ann).
+lexical  BM25 (heading weighted 2:1 over the body; FTS5's own in SQLite, the same formula in SQL on
+         PostgreSQL) over the search text of rag/german.py, in a cascade: strict (every content
+         word, or its stem) → compound (a word's compound parts count too) → or (any word).
+         Earlier stages rank first.
 hybrid   Reciprocal Rank Fusion, k = 60, the lexical list weighted higher than the vector list
          (see LEXICAL_WEIGHT); ties broken by (path, chunk_index), never by dict order.
 
 Then at most MAX_PER_FILE chunks per file (over-fetching fills the list), and the relevance floor:
 when the evidence is weak the caller answers "Dazu habe ich keine Information." without the LLM.
 
-Does not handle: approximate search (every query scans every vector; fine up to ~10^5 chunks).
+Does not handle: approximate search in SQLite (every query scans every vector; fine up to ~10^5
+chunks; PostgreSQL with HNSW beyond that).
 """
 import dataclasses
-import json
 import math
 import operator
 from dataclasses import dataclass, field
 
-from . import german, store, vectors
+from . import german, store
 
 try:
     from math import sumprod as dot  # Python 3.12+: exact, in C
@@ -75,8 +80,9 @@ class Retrieval:
     best_cosine: float = None
     weak: bool = False  # True: not enough evidence, do not ask the LLM
     weak_reason: str = ""
-    scan: str = None  # how the vector scan ran: "python", "numpy", "sqlite-vec" (rag/vectors.py)
+    scan: str = None  # how the vector scan ran: "python", "numpy", "sqlite-vec" (rag/vectors.py), "pgvector", "hnsw"
     scan_processes: int = None  # processes of the Python scan (os.fork on large indexes)
+    scan_candidates: int = None  # hnsw: candidates preselected and rescored exactly (None: every vector scored)
     under: str = None  # the folder filter: only pages below it were searched ("mail/")
     query_prefix: str = None  # what the embedder got in front of the question (e5: "query: "); None: not embedded
     terms: list = field(default_factory=list)  # the question's content words (rag/german.py Term) …
@@ -86,9 +92,9 @@ class Retrieval:
 
 
 # -- vector ----------------------------------------------------------------------------------------
-def vector_ranking(conn, qvec, limit):
-    """[(cosine, doc_id)] best first, over every stored vector; ties by doc id (rag/vectors.py picks the way)."""
-    return vectors.scan(conn, qvec, limit).ranking
+def vector_ranking(index, qvec, limit):
+    """[(cosine, doc_id)] best first, over every stored vector; ties by doc id (the store picks the way)."""
+    return store.as_store(index).vector_scan(qvec, limit).ranking
 
 
 def normalise(vec):
@@ -97,35 +103,37 @@ def normalise(vec):
 
 
 # -- lexical ---------------------------------------------------------------------------------------
-def quote(term):
-    return '"' + term.replace('"', '""') + '"'
+def alternatives(term, loose):
+    """What may stand for a question word: [(word, prefix?)]. Example: loose "kuendigungsfrist" ->
+    [("kuendigungsfrist", False), ("kuendigung", False), ("frist", False), ("kuendi", True)]"""
+    alts = [(a, False) for a in (term.loose if loose else term.exact)]
+    if loose and term.prefix:
+        alts.append((term.prefix, True))
+    return alts
 
 
-def fts_queries(terms):
-    """The cascade as FTS5 MATCH strings: [(stage, query)], stages without a query left out.
+def cascade(terms):
+    """The cascade: [(stage, groups)], a stage matches a chunk that has one alternative of every group.
 
     strict: every word (or its stem); compound: every word, or one of its parts, stems, or a word
-    with the same first letters; or: any of these.
+    with the same first letters; or: any of these (one group).
     Example: terms for "Kuendigungsfrist Dienstleister" ->
-      [("strict", '("kuendigungsfrist") AND ("dienstleister" OR "dienstleist")'),
-       ("compound", '("kuendigungsfrist" OR "kuendigung" OR "frist" OR "kuendi"*) AND (…)'),
-       ("or", '"kuendigungsfrist" OR "kuendigung" OR … OR "dienst"*')]
+      [("strict", [[("kuendigungsfrist", False)], [("dienstleister", False), ("dienstleist", False)]]),
+       ("compound", [[("kuendigungsfrist", False), ("kuendigung", False), …, ("kuendi", True)], […]]),
+       ("or", [[("kuendigungsfrist", False), …, ("dienst", True)]])]
     """
     if not terms:
         return []
-
-    def alternatives(term, loose):
-        alts = [quote(a) for a in (term.loose if loose else term.exact)]
-        if loose and term.prefix:
-            alts.append(quote(term.prefix) + "*")
-        return alts
-
-    group = lambda alts: "(" + " OR ".join(alts) + ")"  # noqa: E731
-    stages = [("strict", " AND ".join(group(alternatives(t, False)) for t in terms)),
-              ("compound", " AND ".join(group(alternatives(t, True)) for t in terms))]
+    stages = [("strict", [alternatives(t, False) for t in terms]),
+              ("compound", [alternatives(t, True) for t in terms])]
     if len(terms) > 1:
-        stages.append(("or", " OR ".join(a for t in terms for a in alternatives(t, True))))
+        stages.append(("or", [[a for t in terms for a in alternatives(t, True)]]))
     return stages
+
+
+def fts_queries(terms):
+    """The cascade as SQLite FTS5 MATCH strings (for reading): [(stage, query)]."""
+    return [(stage, store.match_query(groups)) for stage, groups in cascade(terms)]
 
 
 def covered(tokens, terms, weights):
@@ -137,12 +145,11 @@ def covered(tokens, terms, weights):
     return sum(w for term, w in zip(terms, weights) if term.found_in(tokens)) / total
 
 
-def chunk_tokens(conn, doc_id):
-    row = conn.execute("SELECT heading || ' ' || body FROM fts WHERE rowid = ?", (doc_id,)).fetchone()
-    return set(row[0].split()) if row else set()
+def chunk_tokens(index, doc_id):
+    return set(index.search_text(doc_id).split())
 
 
-def lexical_ranking(conn, terms, limit, allowed=None):
+def lexical_ranking(index, terms, limit, allowed=None):
     """[(score, doc_id)] best first, the first cascade stage that matched, and the IDF weights.
 
     Within a stage the score is BM25 × coverage, coverage = the IDF-weighted share of the
@@ -152,13 +159,11 @@ def lexical_ranking(conn, terms, limit, allowed=None):
     Earlier stages rank first.
     """
     found, strategy, seen = [], None, set()
-    weights = term_weights(conn, terms)
-    for stage, query in fts_queries(terms):
-        rows = conn.execute(
-            "SELECT rowid, -bm25(fts, 2.0, 1.0), heading || ' ' || body FROM fts WHERE fts MATCH ? "
-            "ORDER BY 2 DESC, rowid LIMIT ?", (query, limit if allowed is None else -1)).fetchall()
+    weights = term_weights(index, terms)
+    for stage, groups in cascade(terms):
+        rows = index.lexical(groups, limit if allowed is None else None)  # filtered: every match, then the folder
         new = [(bm25 * covered(set(text.split()), terms, weights) ** COVERAGE_POWER, doc_id)
-               for doc_id, bm25, text in rows if doc_id not in seen and (allowed is None or doc_id in allowed)]
+               for bm25, doc_id, text in rows if doc_id not in seen and (allowed is None or doc_id in allowed)]
         new.sort(key=lambda t: (-t[0], t[1]))
         if new and strategy is None:
             strategy = stage
@@ -169,21 +174,20 @@ def lexical_ranking(conn, terms, limit, allowed=None):
     return found[:limit], strategy, weights
 
 
-def store_size(conn):
-    return conn.execute("SELECT COUNT(*) FROM fts").fetchone()[0] or 1
+def store_size(index):
+    return index.lexical_count() or 1
 
 
-def term_weights(conn, terms):
+def term_weights(index, terms):
     """Inverse document frequency of each query term (any of its alternatives), as in BM25.
 
     A term that no chunk contains gets the highest weight: a question about something the wiki
     never mentions should not look covered.
     """
-    total = store_size(conn)
+    total = store_size(index)
     weights = []
     for term in terms:
-        query = " OR ".join([quote(a) for a in term.loose] + ([quote(term.prefix) + "*"] if term.prefix else []))
-        df = conn.execute("SELECT COUNT(*) FROM fts WHERE fts MATCH ?", (query,)).fetchone()[0]
+        df = index.matching(alternatives(term, True))
         weights.append(math.log((total - df + 0.5) / (df + 0.5) + 1))
     return weights
 
@@ -196,19 +200,14 @@ def folder(under):
     return under + "/" if under and under != "." else None
 
 
-def folder_ids(conn, prefix):
+def folder_ids(index, prefix):
     """The doc ids of every chunk below a folder prefix ("mail/"), as a set."""
-    rows = conn.execute("SELECT id FROM docs WHERE substr(path, 1, ?) = ?", (len(prefix), prefix))
-    return {row[0] for row in rows}
+    return store.as_store(index).ids_below(prefix)
 
 
 # -- fusion, cap, floor ----------------------------------------------------------------------------
-def load_sources(conn, doc_ids):
-    if not doc_ids:
-        return {}
-    rows = conn.execute(f"SELECT id, path, chunk_index, heading, content, flags FROM docs WHERE id IN "
-                        f"({','.join('?' * len(doc_ids))})", list(doc_ids))
-    return {r[0]: Source(r[0], r[1], r[2], r[3], r[4], json.loads(r[5])) for r in rows}
+def load_sources(index, doc_ids):
+    return {doc_id: Source(*row) for doc_id, row in store.as_store(index).sources(list(doc_ids)).items()}
 
 
 def fuse(rankings, weights):
@@ -252,7 +251,7 @@ def cap_per_file(sources, top_k, max_per_file, comparable=COMPARABLE):
 SECTION_MAX = 2000  # whole_sections: a section longer than this (characters) stays cut into its chunks
 
 
-def whole_sections(conn, sources, max_chars=SECTION_MAX):
+def whole_sections(index, sources, max_chars=SECTION_MAX):
     """The sources with each chunk widened to its whole section (same page and heading path), when the
     section was cut into several chunks and fits in max_chars; a later source of a section already
     widened is dropped (its text is in the earlier one). For how-to questions: a procedure's numbered
@@ -265,8 +264,7 @@ def whole_sections(conn, sources, max_chars=SECTION_MAX):
         key = (source.path, source.heading)
         if key in widened:
             continue
-        rows = conn.execute("SELECT chunk_index, content FROM docs WHERE path = ? AND heading = ? ORDER BY chunk_index",
-                            key).fetchall()
+        rows = store.as_store(index).section(*key)
         joined = "\n\n".join(content for _, content in rows)
         if len(rows) > 1 and len(joined) <= max_chars:
             source = dataclasses.replace(source, content=joined, chunk_index=rows[0][0],
@@ -335,33 +333,39 @@ def index_settings(meta, vector_weight=None, floor_cosine=None, reject_cosine=No
     return vector_weight, threshold(floor_cosine, "floor_cosine"), threshold(reject_cosine, "reject_cosine")
 
 
-def retrieve(conn, question, qvec, mode="hybrid", top_k=4, max_per_file=MAX_PER_FILE,
-             floor_cosine=None, vector_weight=VECTOR_WEIGHT, comparable=COMPARABLE, reject_cosine=None, under=None):
+def retrieve(index, question, qvec, mode="hybrid", top_k=4, max_per_file=MAX_PER_FILE, floor_cosine=None,
+             vector_weight=VECTOR_WEIGHT, comparable=COMPARABLE, reject_cosine=None, under=None, ann=None):
     """Rank the chunks for a question. qvec may be None in lexical mode.
 
+    index: a store (rag/store.py; a bare sqlite3 connection works too).
     under: only chunks of pages below this folder ("mail/"); the word weights stay the whole index's.
+    ann: None = the store decides by size, True = HNSW preselection (PostgreSQL), False = exact.
     """
     assert mode in MODES, mode
+    index = store.as_store(index)
     fetch = max(FETCH, top_k * max_per_file * 4)
-    vocab = store.load_vocab(conn)
+    vocab = index.vocab()
     terms = german.query_terms(question, vocab)
     result = Retrieval([], mode, query_text=" ".join(german.index_text(question, vocab).split()), under=folder(under))
-    allowed = folder_ids(conn, result.under) if result.under else None
+    allowed = folder_ids(index, result.under) if result.under else None
     result.terms, result.weights, result.vocab = terms, [1.0] * len(terms), vocab
     rankings = {}
-    if mode in ("hybrid", "lexical") and store.fts_available(conn):
-        rankings["lexical"], result.strategy, weights = lexical_ranking(conn, terms, fetch, allowed)
+    if mode in ("hybrid", "lexical") and index.has_lexical():
+        rankings["lexical"], result.strategy, weights = lexical_ranking(index, terms, fetch, allowed)
         result.weights = weights
         if rankings["lexical"]:
-            result.coverage = covered(chunk_tokens(conn, rankings["lexical"][0][1]), terms, weights)
-        top_weight = math.log((store_size(conn) + 0.5) / 0.5 + 1)
+            result.coverage = covered(chunk_tokens(index, rankings["lexical"][0][1]), terms, weights)
+        top_weight = math.log((store_size(index) + 0.5) / 0.5 + 1)
         result.unknown = sum(w for w in weights if w >= top_weight - 1e-9) / (sum(weights) or 1.0)
     cosines = {}
     if mode in ("hybrid", "vector") and qvec is not None:
         qvec = normalise(qvec)
-        everything = conn.execute("SELECT COUNT(*) FROM docs").fetchone()[0]  # filtered below: rank all of them
-        found = vectors.scan(conn, qvec, fetch if allowed is None else everything)
-        rankings["vector"], result.scan, result.scan_processes = found
+        if allowed is None:
+            found = index.vector_scan(qvec, fetch, ann)
+        else:  # filtered below: rank all of them, exactly (an HNSW preselection holds at most 1,000)
+            found = index.vector_scan(qvec, index.count(), False if index.kind == "postgres" else None)
+        rankings["vector"] = found.ranking
+        result.scan, result.scan_processes, result.scan_candidates = found.method, found.processes, found.candidates
         if allowed is not None:
             rankings["vector"] = [(s, i) for s, i in rankings["vector"] if i in allowed][:fetch]
         cosines = {doc_id: s for s, doc_id in rankings["vector"]}
@@ -370,7 +374,7 @@ def retrieve(conn, question, qvec, mode="hybrid", top_k=4, max_per_file=MAX_PER_
         scores = fuse(rankings, {"lexical": LEXICAL_WEIGHT, "vector": vector_weight})
     else:
         scores = {doc_id: s for s, doc_id in rankings.get(mode, [])}
-    sources = load_sources(conn, scores)
+    sources = load_sources(index, scores)
     for name, ranking in rankings.items():
         for rank, (_, doc_id) in enumerate(ranking, start=1):
             sources[doc_id].ranks[name] = rank
@@ -383,7 +387,7 @@ def retrieve(conn, question, qvec, mode="hybrid", top_k=4, max_per_file=MAX_PER_
         ordered = [sources[doc_id] for _, doc_id in rankings.get(mode, [])]
     result.sources = cap_per_file(ordered, top_k, max_per_file, comparable)
     if qvec is not None and mode == "hybrid":  # cosine for the final sources even if outside the vector top
-        missing = vectors.similarities(conn, qvec, [s.doc_id for s in result.sources if s.cosine is None])
+        missing = index.similarities(qvec, [s.doc_id for s in result.sources if s.cosine is None])
         for source in result.sources:
             if source.cosine is None:
                 source.cosine = missing.get(source.doc_id)

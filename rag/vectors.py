@@ -45,7 +45,8 @@ FLOAT32_ERROR = 2.0 ** -24  # unit roundoff of float32: the fast paths' error is
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS vector_blocks (block INTEGER PRIMARY KEY, norms BLOB NOT NULL, vecs BLOB NOT NULL);
 """
-Scan = namedtuple("Scan", "ranking method processes")  # ranking: [(score, doc_id)] best first
+Scan = namedtuple("Scan", "ranking method processes candidates", defaults=(None,))  # ranking: [(score, doc_id)]
+#      best first; candidates: how many an approximate preselection (HNSW, rag/postgres.py) handed on, else None
 Query = namedtuple("Query", "values norm2")  # the normalised question as a tuple, and its |q|²
 
 

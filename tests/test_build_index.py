@@ -2,11 +2,11 @@
 
 All tests use the fake llama-embedding of conftest.py (keyword-count vectors, 5 dimensions), except
 the one marked real. FAKE_EMBED_LOG records one line per llama-embedding call, FAKE_EMBED_PROMPTS
-one line per embedded text.
+one line per embedded text. Tests with `store_env` / `stores` run twice: against SQLite and against
+PostgreSQL (conftest.py starts an embedded server; tests/stores.py reads both the same way).
 """
 import json
 import os
-import shutil
 import signal
 import sqlite3
 import subprocess
@@ -16,7 +16,7 @@ import time
 import pytest
 
 from conftest import ROOT, SMALL_WIKI, load_json, run_script, write_wiki
-from rag import embedder, german, vectors
+from rag import embedder, german
 
 
 def build(wiki, env, *args, **extra_env):
@@ -67,102 +67,110 @@ def lines(path):
 
 
 # -- 1. incremental --------------------------------------------------------------------------------
-def test_first_run_summary_counts_pages_and_chunks(small_wiki, fake_embedding):
-    result = ok(build(small_wiki, fake_embedding))
+def test_first_run_summary_counts_pages_and_chunks(small_wiki, store_env):
+    result = ok(build(small_wiki, store_env))
     assert result.stdout.startswith("Seiten: 3 neu, 0 geändert, 0 entfernt, 0 unverändert · "
                                     "Chunks: 4 eingebettet, 0 wiederverwendet, 4 im Index (Dimension 5) · ")
-    assert result.stdout.rstrip().endswith(f"s → {fake_embedding['RAG_DB']}")
+    assert result.stdout.rstrip().endswith(f"s → {store_env['RAG_DB'].replace('postgres:@', 'postgres:***@')}")
     assert result.stderr == ""  # no progress line: stderr is no terminal
 
 
-def test_unchanged_rerun_makes_no_embedding_call(small_wiki, fake_embedding, tmp_path):
-    ok(build(small_wiki, fake_embedding))
-    before = rows(fake_embedding["RAG_DB"], with_id=True)
+def test_unchanged_rerun_makes_no_embedding_call(small_wiki, store_env, stores, tmp_path):
+    ok(build(small_wiki, store_env))
+    before = stores.rows(store_env["RAG_DB"], with_id=True)
     log = tmp_path / "calls.log"
-    result = ok(build(small_wiki, fake_embedding, FAKE_EMBED_LOG=str(log)))
+    result = ok(build(small_wiki, store_env, FAKE_EMBED_LOG=str(log)))
     assert lines(log) == []
     assert "0 neu, 0 geändert, 0 entfernt, 3 unverändert · Chunks: 0 eingebettet, 0 wiederverwendet, 4 im Index" \
         in result.stdout
-    assert rows(fake_embedding["RAG_DB"], with_id=True) == before
+    assert stores.rows(store_env["RAG_DB"], with_id=True) == before
 
 
-def test_renamed_page_needs_no_new_vectors(small_wiki, fake_embedding, tmp_path):
-    ok(build(small_wiki, fake_embedding))
+def test_renamed_page_needs_no_new_vectors(small_wiki, store_env, stores, tmp_path):
+    ok(build(small_wiki, store_env))
     (small_wiki / "it").mkdir()
     (small_wiki / "netzwerk" / "vpn.md").rename(small_wiki / "it" / "vpn-zugang.md")
     log = tmp_path / "calls.log"
-    result = ok(build(small_wiki, fake_embedding, FAKE_EMBED_LOG=str(log)))
+    result = ok(build(small_wiki, store_env, FAKE_EMBED_LOG=str(log)))
     assert lines(log) == []
     assert "1 neu, 0 geändert, 1 entfernt, 2 unverändert · Chunks: 0 eingebettet, 1 wiederverwendet" in result.stdout
-    clean = tmp_path / "clean.db"
-    ok(build(small_wiki, fake_embedding, RAG_DB=str(clean)))
-    assert rows(fake_embedding["RAG_DB"]) == rows(clean)
+    clean = stores.new("clean")
+    ok(build(small_wiki, store_env, RAG_DB=clean))
+    assert stores.rows(store_env["RAG_DB"]) == stores.rows(clean)
 
 
-def test_one_changed_paragraph_embeds_only_that_chunk(tmp_path, fake_embedding):
+def test_one_changed_paragraph_embeds_only_that_chunk(tmp_path, store_env, stores):
     sections = {"Quota": "Die Quota ist 2 GB.", "Weiterleitung": "Weiterleitung im Webmail.",
                 "Abwesenheit": "Abwesenheitsnotiz im Webmail."}
     page = "# Mailbox\n\n" + "\n\n".join(f"## {h}\n\n{t}" for h, t in sections.items())
     wiki = write_wiki(tmp_path / "wiki", {"mailbox.md": page, "drucker.md": SMALL_WIKI["drucker.md"]})
-    ok(build(wiki, fake_embedding))
+    ok(build(wiki, store_env))
     (wiki / "mailbox.md").write_text(page.replace("2 GB", "5 GB"), encoding="utf-8")
     prompts = tmp_path / "prompts.log"
-    result = ok(build(wiki, fake_embedding, FAKE_EMBED_PROMPTS=str(prompts)))
+    result = ok(build(wiki, store_env, FAKE_EMBED_PROMPTS=str(prompts)))
     assert [json.loads(p) for p in lines(prompts)] == ["Mailbox › Quota\n\nDie Quota ist 5 GB."]
     assert "0 neu, 1 geändert, 0 entfernt, 1 unverändert · Chunks: 1 eingebettet, 2 wiederverwendet" in result.stdout
-    assert [r[3] for r in rows(fake_embedding["RAG_DB"]) if r[0] == "mailbox.md"] == [
+    assert [r[3] for r in stores.rows(store_env["RAG_DB"]) if r[0] == "mailbox.md"] == [
         "Die Quota ist 5 GB.", "Weiterleitung im Webmail.", "Abwesenheitsnotiz im Webmail."]
 
 
-def test_deleted_page_leaves_every_table(small_wiki, fake_embedding):
-    ok(build(small_wiki, fake_embedding))
+def test_deleted_page_leaves_every_table(small_wiki, store_env, stores):
+    db = store_env["RAG_DB"]
+    ok(build(small_wiki, store_env))
+    assert stores.matching(db, "drucker") == 1
     (small_wiki / "drucker.md").unlink()
-    result = ok(build(small_wiki, fake_embedding))
+    result = ok(build(small_wiki, store_env))
     assert "0 neu, 0 geändert, 1 entfernt, 2 unverändert" in result.stdout
-    conn = sqlite3.connect(fake_embedding["RAG_DB"])
-    assert conn.execute("SELECT COUNT(*) FROM docs WHERE path = 'drucker.md'").fetchone()[0] == 0
-    assert conn.execute("SELECT COUNT(*) FROM pages WHERE path = 'drucker.md'").fetchone()[0] == 0
-    assert len(vectors.stored_ids(conn)) == 3
-    assert conn.execute("SELECT COUNT(*) FROM fts").fetchone()[0] == 3
-    assert conn.execute("SELECT COUNT(*) FROM fts WHERE fts MATCH 'drucker'").fetchone()[0] == 0
+    assert stores.query(db, "SELECT COUNT(*) FROM docs WHERE path = 'drucker.md'") == [(0,)]
+    assert stores.query(db, "SELECT COUNT(*) FROM pages WHERE path = 'drucker.md'") == [(0,)]
+    assert stores.query(db, "SELECT COUNT(*) FROM docs") == [(3,)]
+    stores.check_consistent(db)  # vectors and search rows: exactly the remaining chunks
+    assert stores.matching(db, "drucker") == 0
 
 
-def test_other_max_chars_rechunks_every_page(tmp_path, fake_embedding):
+def test_other_max_chars_rechunks_every_page(tmp_path, store_env, stores):
     long_page = "# Handbuch\n\n" + " ".join(f"Satz {i} über den Drucker." for i in range(40))
     wiki = write_wiki(tmp_path / "wiki", {**SMALL_WIKI, "handbuch.md": long_page})
-    ok(build(wiki, fake_embedding))
-    result = ok(build(wiki, fake_embedding, "--max-chars", "300"))
+    ok(build(wiki, store_env))
+    result = ok(build(wiki, store_env, "--max-chars", "300"))
     assert "0 neu, 4 geändert, 0 entfernt, 0 unverändert" in result.stdout
-    clean = tmp_path / "clean.db"
-    ok(build(wiki, fake_embedding, "--max-chars", "300", RAG_DB=str(clean)))
-    assert rows(fake_embedding["RAG_DB"]) == rows(clean)
-    assert max(len(r[3]) for r in rows(clean)) <= 300
+    clean = stores.new("clean")
+    ok(build(wiki, store_env, "--max-chars", "300", RAG_DB=clean))
+    assert stores.rows(store_env["RAG_DB"]) == stores.rows(clean)
+    assert max(len(r[3]) for r in stores.rows(clean)) <= 300
 
 
-def test_same_wiki_gives_same_rows_whatever_the_batch_size(small_wiki, fake_embedding, tmp_path):
-    one, many = tmp_path / "one.db", tmp_path / "many.db"
-    ok(build(small_wiki, fake_embedding, "--batch", "1", RAG_DB=str(one)))
-    ok(build(small_wiki, fake_embedding, "--batch", "16", RAG_DB=str(many)))
-    assert rows(one, with_id=True) == rows(many, with_id=True)
-    assert search_rows(one) == search_rows(many)
+def test_same_wiki_gives_same_rows_whatever_the_batch_size(small_wiki, store_env, stores):
+    one, many = stores.new("one"), stores.new("many")
+    ok(build(small_wiki, store_env, "--batch", "1", RAG_DB=one))
+    ok(build(small_wiki, store_env, "--batch", "16", RAG_DB=many))
+    assert stores.rows(one, with_id=True) == stores.rows(many, with_id=True)
+    assert stores.search_rows(one) == stores.search_rows(many)
 
 
-def test_search_text_is_rebuilt_when_the_german_rules_change(small_wiki, fake_embedding, tmp_path):
+def test_both_stores_hold_the_same_chunks_and_search_text(small_wiki, fake_embedding, pg_server, tmp_path):
+    from stores import Stores
+    sqlite_stores, pg_stores = Stores("sqlite", tmp_path), Stores("postgres", tmp_path, pg_server)
+    lite, pg = sqlite_stores.new("lite"), pg_stores.new("pg")
+    ok(build(small_wiki, fake_embedding, RAG_DB=lite))
+    ok(build(small_wiki, fake_embedding, RAG_DB=pg))
+    assert sqlite_stores.rows(lite) == pg_stores.rows(pg)
+    assert sqlite_stores.search_rows(lite) == pg_stores.search_rows(pg)
+
+
+def test_search_text_is_rebuilt_when_the_german_rules_change(small_wiki, store_env, stores, tmp_path):
     """Issue 2, index side: a new rag/german.py (SEARCH_VERSION) rewrites FTS rows, no new vectors."""
-    db = fake_embedding["RAG_DB"]
-    ok(build(small_wiki, fake_embedding))
-    clean = search_rows(db)
-    conn = sqlite3.connect(db)
-    with conn:
-        conn.execute("UPDATE meta SET value = 'alt' WHERE key = 'search_version'")
-        conn.execute("UPDATE fts SET body = 'veraltet'")
-        conn.execute("DELETE FROM vocab")
-    conn.close()
+    db = store_env["RAG_DB"]
+    ok(build(small_wiki, store_env))
+    clean = stores.search_rows(db)
+    stale = "UPDATE fts SET body = 'veraltet'" if stores.kind == "sqlite" else "UPDATE docs SET search_body = 'veraltet'"
+    stores.execute(db, "UPDATE meta SET value = 'alt' WHERE key = 'search_version'", stale, "DELETE FROM vocab")
     log = tmp_path / "calls.log"
-    ok(build(small_wiki, fake_embedding, FAKE_EMBED_LOG=str(log)))
+    ok(build(small_wiki, store_env, FAKE_EMBED_LOG=str(log)))
     assert lines(log) == []
-    assert search_rows(db) == clean
-    meta = dict(sqlite3.connect(db).execute("SELECT key, value FROM meta"))
+    assert stores.search_rows(db) == clean
+    stores.check_consistent(db)
+    meta = stores.meta(db)
     assert meta["search_version"] == german.SEARCH_VERSION and meta["vocab_dirty"] == "0"
     assert ("mailbox",) in clean[1]  # the vocabulary is learned from the wiki
 
@@ -184,24 +192,17 @@ def kill_wiki(version):
     return pages
 
 
-def by_page(db):
+def by_page(stores, db):
     out = {}
-    for path, index, heading, content, embedding in rows(db):
+    for path, index, heading, content, embedding in stores.rows(db):
         out.setdefault(path, []).append((index, heading, content, embedding))
     return out
 
 
-def count(db, sql):
+def count(stores, db, sql, schema=None):
     """One number from the index, read-only while the indexer runs; 0 before its tables exist."""
-    conn = None
-    try:
-        conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)
-        return conn.execute(sql).fetchone()[0]
-    except sqlite3.OperationalError:
-        return 0
-    finally:
-        if conn:
-            conn.close()
+    found = stores.query(db, sql, schema=schema)
+    return found[0][0] if found else 0
 
 
 NEW_PAGES = "SELECT COUNT(DISTINCT path) FROM docs WHERE heading LIKE '%v2%'"  # v2 pages written
@@ -223,113 +224,152 @@ def wait_until(proc, condition, timeout=20):
 
 
 @pytest.mark.parametrize("kill_after", [0, 1, 3, 6])
-def test_sigkill_leaves_every_page_old_or_new_and_the_next_run_finishes(tmp_path, fake_embedding, kill_after):
-    old_db, new_db, db = tmp_path / "old.db", tmp_path / "new.db", tmp_path / "killed.db"
+def test_sigkill_leaves_every_page_old_or_new_and_the_next_run_finishes(tmp_path, fake_embedding, stores, kill_after):
+    old_db, new_db = stores.new("old"), stores.new("new")
     v1 = write_wiki(tmp_path / "v1", kill_wiki(1))
     v2 = write_wiki(tmp_path / "v2", kill_wiki(2))
-    ok(build(v1, fake_embedding, RAG_DB=str(old_db)))
-    ok(build(v2, fake_embedding, RAG_DB=str(new_db)))
-    old, new = by_page(old_db), by_page(new_db)
-    shutil.copy(old_db, db)
+    ok(build(v1, fake_embedding, RAG_DB=old_db))
+    ok(build(v2, fake_embedding, RAG_DB=new_db))
+    old, new = by_page(stores, old_db), by_page(stores, new_db)
+    db = stores.copy(old_db, "killed")
 
     log = tmp_path / "calls.log"
-    proc = start(v2, {**fake_embedding, "RAG_DB": str(db), "FAKE_EMBED_LOG": str(log)})
+    proc = start(v2, {**fake_embedding, "RAG_DB": db, "FAKE_EMBED_LOG": str(log)})
     try:
-        wait_until(proc, lambda: count(db, NEW_PAGES) >= kill_after if kill_after else lines(log))
+        wait_until(proc, lambda: count(stores, db, NEW_PAGES) >= kill_after if kill_after else lines(log))
     finally:
         os.killpg(proc.pid, signal.SIGKILL)  # the indexer and its llama-embedding, like a power cut
         proc.wait()
 
-    now = by_page(db)
-    conn = sqlite3.connect(db)
-    pages = dict(conn.execute("SELECT path, chunks FROM pages"))
+    now = by_page(stores, db)
+    pages = stores.pages(db)
     assert set(pages) == set(now)
     for path in set(old) | set(new) | set(now):  # absent counts as old for added, as new for removed pages
         assert now.get(path) in (old.get(path), new.get(path)), f"{path} is neither entirely old nor entirely new"
         assert pages.get(path) == (len(now[path]) if path in now else None)
-    ids = conn.execute("SELECT id FROM docs ORDER BY id").fetchall()
-    assert [(i,) for i in vectors.stored_ids(conn)] == ids  # packed vectors (vector_blocks): same pages
-    for doc_id, embedding in conn.execute("SELECT id, embedding FROM docs"):
-        assert vectors.read_vector(conn, doc_id) == list(vectors.floats(vectors.pack(json.loads(embedding))))
-    assert conn.execute("SELECT rowid FROM fts ORDER BY rowid").fetchall() == ids
-    conn.close()
+    stores.check_consistent(db)
     written = sum(1 for path, chunks in now.items() if chunks == new.get(path) != old.get(path))
     assert kill_after <= written < 8  # killed in the middle: some pages new, some still to do
 
-    result = ok(build(v2, fake_embedding, RAG_DB=str(db)))
+    result = ok(build(v2, fake_embedding, RAG_DB=db))
     assert "2 entfernt" in result.stdout  # p6.md and the moved p7.md: removals come last
-    assert rows(db) == rows(new_db)
-    assert search_rows(db) == search_rows(new_db)
+    assert stores.rows(db) == stores.rows(new_db)
+    assert stores.search_rows(db) == stores.search_rows(new_db)
 
 
-def test_sigkill_during_rebuild_keeps_the_old_index(tmp_path, fake_embedding):
-    db, clean = tmp_path / "knowledge.db", tmp_path / "clean.db"
+def test_sigkill_during_rebuild_keeps_the_old_index(tmp_path, fake_embedding, stores):
+    db, clean = stores.new("knowledge"), stores.new("clean")
     v1, v2 = write_wiki(tmp_path / "v1", kill_wiki(1)), write_wiki(tmp_path / "v2", kill_wiki(2))
-    ok(build(v1, fake_embedding, RAG_DB=str(db)))
-    old = rows(db)
-    proc = start(v2, {**fake_embedding, "RAG_DB": str(db)}, "--rebuild")
+    ok(build(v1, fake_embedding, RAG_DB=db))
+    old = stores.rows(db)
+    proc = start(v2, {**fake_embedding, "RAG_DB": db}, "--rebuild")
+    target, schema = stores.rebuilding(db)
     try:
-        wait_until(proc, lambda: count(f"{db}.rebuild", NEW_PAGES) >= 2)
+        wait_until(proc, lambda: count(stores, target, NEW_PAGES, schema) >= 2)
+        assert stores.rows(db) == old  # readers see the old index while the new one is written
     finally:
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
-    assert rows(db) == old
-    ok(build(v2, fake_embedding, "--rebuild", RAG_DB=str(db)))
-    ok(build(v2, fake_embedding, RAG_DB=str(clean)))
-    assert rows(db) == rows(clean) and not os.path.exists(f"{db}.rebuild")
+    assert stores.rows(db) == old
+    ok(build(v2, fake_embedding, "--rebuild", RAG_DB=db))
+    ok(build(v2, fake_embedding, RAG_DB=clean))
+    assert stores.rows(db) == stores.rows(clean)
+    assert not os.path.exists(f"{db}.rebuild") and count(stores, target, "SELECT COUNT(*) FROM docs", schema) == 0
+
+
+def test_a_second_indexer_waits_for_the_first_and_never_interleaves(tmp_path, fake_embedding, stores):
+    db = stores.new()
+    wiki = write_wiki(tmp_path / "wiki", kill_wiki(2))
+    first = start(wiki, {**fake_embedding, "RAG_DB": db}, delay=0.3)
+    log = tmp_path / "second.log"
+    try:
+        wait_until(first, lambda: count(stores, db, "SELECT COUNT(*) FROM pages") >= 1)
+        second = build(wiki, fake_embedding, RAG_DB=db, FAKE_EMBED_LOG=str(log))  # waits until the first is done
+        first_out, _ = first.communicate(timeout=60)
+    finally:
+        if first.poll() is None:
+            os.killpg(first.pid, signal.SIGKILL)
+            first.wait()
+    assert first.returncode == 0 and "9 neu" in first_out
+    ok(second)
+    assert second.stderr.startswith("Warte: ein anderer build_index.py schreibt gerade in ")
+    assert "0 neu, 0 geändert, 0 entfernt, 9 unverändert · Chunks: 0 eingebettet" in second.stdout
+    assert lines(log) == []  # it embedded nothing: every page was already there, written once
+
+
+def test_a_second_indexer_stops_after_lock_wait_with_one_line(tmp_path, fake_embedding, stores):
+    db = stores.new()
+    wiki = write_wiki(tmp_path / "wiki", kill_wiki(2))
+    before = None
+    first = start(wiki, {**fake_embedding, "RAG_DB": db}, delay=0.5)
+    try:
+        wait_until(first, lambda: count(stores, db, "SELECT COUNT(*) FROM pages") >= 1)
+        second = build(wiki, fake_embedding, RAG_DB=db, RAG_LOCK_WAIT="1")
+        before = first.poll()
+    finally:
+        os.killpg(first.pid, signal.SIGKILL)
+        first.wait()
+    assert before is None  # the first was still writing
+    last = fails(second, "ein anderer build_index.py schreibt seit über 1 s", "RAG_LOCK_WAIT")
+    assert second.stderr.splitlines()[0].startswith("Warte: ")
 
 
 
 # -- 3. model changes ------------------------------------------------------------------------------
-def test_index_of_another_model_is_refused_until_rebuild(small_wiki, fake_embedding, tmp_path):
-    ok(build(small_wiki, fake_embedding))
-    before = rows(fake_embedding["RAG_DB"])
+def test_index_of_another_model_is_refused_until_rebuild(small_wiki, store_env, stores, tmp_path):
+    db = store_env["RAG_DB"]
+    ok(build(small_wiki, store_env))
+    before = stores.rows(db)
     other = tmp_path / "anderes-modell.gguf"
     other.write_bytes(b"GGUF another fake")
-    last = fails(build(small_wiki, fake_embedding, RAG_EMBED_MODEL=str(other)),
+    last = fails(build(small_wiki, store_env, RAG_EMBED_MODEL=str(other)),
                  "fake-model.gguf", "anderes-modell.gguf", "python3 build_index.py --rebuild")
     assert "Dimension 5" in last
-    assert rows(fake_embedding["RAG_DB"]) == before
-    result = ok(build(small_wiki, fake_embedding, "--rebuild", RAG_EMBED_MODEL=str(other)))
+    assert stores.rows(db) == before
+    result = ok(build(small_wiki, store_env, "--rebuild", RAG_EMBED_MODEL=str(other)))
     assert "3 neu" in result.stdout and "4 eingebettet" in result.stdout
-    meta = dict(sqlite3.connect(fake_embedding["RAG_DB"]).execute("SELECT key, value FROM meta"))
-    assert meta["embed_model"] == "anderes-modell.gguf"
-    assert not os.path.exists(fake_embedding["RAG_DB"] + ".rebuild")
-    ok(build(small_wiki, fake_embedding, RAG_EMBED_MODEL=str(other)))
+    assert stores.meta(db)["embed_model"] == "anderes-modell.gguf"
+    assert not os.path.exists(db + ".rebuild")
+    ok(build(small_wiki, store_env, RAG_EMBED_MODEL=str(other)))
 
 
 @pytest.mark.parametrize("key, stored, words", [
     ("pooling", "cls", ["Pooling cls", "jetzt mean"]),
     ("dim", "3", ["Dimension 5", "Dimension 3", "fake-model.gguf"]),
 ])
-def test_index_with_other_pooling_or_dimension_is_refused(small_wiki, fake_embedding, key, stored, words):
-    ok(build(small_wiki, fake_embedding))
-    conn = sqlite3.connect(fake_embedding["RAG_DB"])
-    with conn:
-        conn.execute("UPDATE meta SET value = ? WHERE key = ?", (stored, key))
-    conn.close()
+def test_index_with_other_pooling_or_dimension_is_refused(small_wiki, store_env, stores, key, stored, words):
+    db = store_env["RAG_DB"]
+    ok(build(small_wiki, store_env))
+    if stores.kind == "postgres" and key == "dim":  # the column is vector(5): meta and column agree, as a real index
+        stores.execute(db, "DROP INDEX IF EXISTS docs_hnsw", "DELETE FROM docs",
+                       "ALTER TABLE docs ALTER COLUMN embedding TYPE vector(3)")
+        before = None
+    else:
+        before = stores.rows(db)
+    stores.execute(db, f"UPDATE meta SET value = '{stored}' WHERE key = '{key}'")
     (small_wiki / "drucker.md").write_text("# Drucker\n\nNeuer Text über den Drucker.\n", encoding="utf-8")
-    fails(build(small_wiki, fake_embedding), *words, "--rebuild")
-    assert "Der Drucker im 2. Stock" in " ".join(r[3] for r in rows(fake_embedding["RAG_DB"]))
+    fails(build(small_wiki, store_env), *words, "--rebuild")
+    if before is not None:
+        assert stores.rows(db) == before
 
 
 # -- 4. readers are not blocked --------------------------------------------------------------------
-def test_ask_rag_answers_while_build_index_runs(tmp_path, fake_embedding):
+def test_ask_rag_answers_while_build_index_runs(tmp_path, store_env, stores):
     pages = {**SMALL_WIKI, **{f"extra/p{i}.md": f"# Seite {i}\n\nVPN {i}.\n\n## B\n\nDrucker {i}.\n" for i in range(8)}}
     wiki = write_wiki(tmp_path / "wiki", pages)
-    db = fake_embedding["RAG_DB"]
-    proc = start(wiki, fake_embedding, delay=0.5)  # 20 chunks: about 10 s to go after the first page
+    db = store_env["RAG_DB"]
+    proc = start(wiki, store_env, delay=0.5)  # 20 chunks: about 10 s to go after the first page
     try:
-        wait_until(proc, lambda: count(db, "SELECT COUNT(*) FROM pages"))  # drucker.md is written
-        asked = run_script("ask_rag.py", "--retrieve-only", "--json", "Drucker im 2. Stock", env=fake_embedding,
+        wait_until(proc, lambda: count(stores, db, "SELECT COUNT(*) FROM pages"))  # drucker.md is written
+        asked = run_script("ask_rag.py", "--retrieve-only", "--json", "Drucker im 2. Stock", env=store_env,
                            timeout=30)
         still_running = proc.poll() is None
-        mode = sqlite3.connect(f"file:{db}?mode=ro", uri=True).execute("PRAGMA journal_mode").fetchone()[0]
+        mode = stores.query(db, "PRAGMA journal_mode")[0][0] if stores.kind == "sqlite" else "wal"
     finally:
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
     assert still_running, "build_index.py finished too early for this test"
-    assert mode == "wal"
+    assert mode == "wal"  # SQLite: readers next to the writer; PostgreSQL: MVCC
     assert asked.returncode == 0, asked.stderr
     assert [s["path"] for s in load_json(asked.stdout)["sources"]][0] == "drucker.md"
 
@@ -397,19 +437,19 @@ BAD_INPUT = {  # name: (make it below the wiki, file in the warning, warning tex
 }
 @pytest.mark.parametrize("make, name, warning, indexed", [
     pytest.param(*case, id=key) for key, case in BAD_INPUT.items()])
-def test_bad_input_is_skipped_or_read_with_one_warning(small_wiki, fake_embedding, make, name, warning, indexed):
+def test_bad_input_is_skipped_or_read_with_one_warning(small_wiki, store_env, stores, make, name, warning, indexed):
     make(small_wiki)
-    result = ok(build(small_wiki, fake_embedding))
+    result = ok(build(small_wiki, store_env))
     if warning:
         [line] = result.stderr.splitlines()
         assert line.startswith(f"Warnung: {name}: ") and warning in line
     else:
         assert result.stderr == ""
-    paths = {r[0] for r in rows(fake_embedding["RAG_DB"])}
+    paths = {r[0] for r in stores.rows(store_env["RAG_DB"])}
     assert set(SMALL_WIKI) <= paths
     assert (name in paths) == indexed
     assert len(paths) == 3 + indexed
-    ok(build(small_wiki, fake_embedding))  # and the next run is fine too
+    ok(build(small_wiki, store_env))  # and the next run is fine too
 
 
 def test_unreadable_file_is_skipped_with_one_warning(tmp_path, monkeypatch, capsys):
@@ -453,15 +493,15 @@ def test_wiki_without_pages(tmp_path, fake_embedding):
     assert len(result.stderr.splitlines()) == 1
 
 
-def test_wiki_with_only_unusable_pages_changes_nothing(small_wiki, fake_embedding):
-    ok(build(small_wiki, fake_embedding))
-    before = rows(fake_embedding["RAG_DB"])
+def test_wiki_with_only_unusable_pages_changes_nothing(small_wiki, store_env, stores):
+    ok(build(small_wiki, store_env))
+    before = stores.rows(store_env["RAG_DB"])
     for rel in SMALL_WIKI:
         (small_wiki / rel).write_text("")
-    result = build(small_wiki, fake_embedding)
+    result = build(small_wiki, store_env)
     fails(result, "verwertbaren Text")
     assert sum("enthält keinen Text" in line for line in result.stderr.splitlines()) == 3
-    assert rows(fake_embedding["RAG_DB"]) == before
+    assert stores.rows(store_env["RAG_DB"]) == before
 
 
 @pytest.mark.parametrize("kind, words", [
@@ -499,14 +539,14 @@ def test_db_in_a_missing_folder(small_wiki, fake_embedding, tmp_path):
     ("short", {}, ["0 statt 1 Vektoren", "nichts aus diesem Batch gespeichert"]),
     ("garbage", {}, ["kein gültiges JSON"]),
 ])
-def test_llama_embedding_failure_keeps_earlier_pages(small_wiki, fake_embedding, tmp_path, mode, extra, words):
+def test_llama_embedding_failure_keeps_earlier_pages(small_wiki, store_env, stores, tmp_path, mode, extra, words):
     """The VPN page's batch fails; the pages before it (path order) are stored, the next run finishes."""
-    result = build(small_wiki, fake_embedding, "--batch", "1", FAKE_EMBED_MODE=mode, FAKE_EMBED_ONLY_IF="VPN", **extra)
+    result = build(small_wiki, store_env, "--batch", "1", FAKE_EMBED_MODE=mode, FAKE_EMBED_ONLY_IF="VPN", **extra)
     fails(result, *words, "2 Seiten dieses Laufs gespeichert")
     assert len(result.stderr.splitlines()) == 1
-    assert {r[0] for r in rows(fake_embedding["RAG_DB"])} == {"drucker.md", "mail/mailbox-anlegen.md"}
+    assert {r[0] for r in stores.rows(store_env["RAG_DB"])} == {"drucker.md", "mail/mailbox-anlegen.md"}
     prompts = tmp_path / "prompts.log"
-    result = ok(build(small_wiki, fake_embedding, FAKE_EMBED_PROMPTS=str(prompts)))
+    result = ok(build(small_wiki, store_env, FAKE_EMBED_PROMPTS=str(prompts)))
     assert "1 neu, 0 geändert, 0 entfernt, 2 unverändert · Chunks: 1 eingebettet" in result.stdout
     assert len(lines(prompts)) == 1 and "VPN" in lines(prompts)[0]
 
