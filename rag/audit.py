@@ -11,6 +11,7 @@ Does not handle: rotation, locking between several writers (lines are appended i
 import hashlib
 import json
 import os
+from datetime import datetime, timezone
 
 from .answer import describe_citations
 
@@ -23,6 +24,23 @@ def default_path(db_path):
 
 def sha256(text):
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def entry(result, raw_sources, meta, server):
+    """The audit line of one answer (a rag/core.py Answer): what was asked, what the model saw (hashed),
+    what it answered, every check. raw_sources: the sources before masking, so a hash matches the wiki."""
+    r = result.retrieval
+    return {
+        "time": datetime.now(timezone.utc).isoformat(timespec="seconds"), "question": result.question,
+        "server": server, "model": result.model, "embed_model": meta.get("embed_model"), "mode": r.mode,
+        "strategy": r.strategy, "under": r.under, "llm_called": result.llm_called,
+        "chunks": [{"path": s.path, "heading": s.heading, "chunk_index": s.chunk_index, "sha256": sha256(raw.content),
+                    "flags": [f["rule"] for f in s.flags], **({"chunks": list(s.chunks)} if s.chunks else {})}
+                   for s, raw in zip(r.sources, raw_sources)],
+        "prompt_sha256": sha256(result.prompt) if result.prompt else None, "answer": result.text,
+        "kind": result.kind, "answerable": result.answerable, "citations": result.citations,
+        "evidence": result.evidence, "support": result.support, "unsupported": result.unsupported,
+        "timings": result.timings}
 
 
 def append(path, entry):

@@ -17,9 +17,7 @@ failures raise CoreError with one German line that names the fix; the door shows
 Does not handle: conversations (each question stands alone), several indexes at once.
 """
 import dataclasses
-import os
 import time
-from datetime import datetime, timezone
 
 from . import answer, audit, config, context, embedder, german, privacy, search, store
 
@@ -124,39 +122,11 @@ def open_index(settings):
 # -- 1. embed --------------------------------------------------------------------------------------
 def embed_question(question, settings, meta):
     """The question's vector, from the same model as the index (else CoreError naming the rebuild)."""
-    built, built_size = meta.get("embed_model"), meta.get("embed_model_size")
-    question = embedder.stored_query_prefix(meta, settings.model) + question  # e5: "query: …"
     try:
-        if settings.embed_via == "server":  # any OpenAI-compatible /v1/embeddings (rag/embed_client.py)
-            from . import embed_client
-            url = settings.embed_url or settings.server
-            [vec], served = embed_client.embed_texts([question], url, settings.embed_model_name, settings.api_key)
-            if built and served != built:
-                raise CoreError(
-                    f"der Embedding-Server unter {url} rechnet mit {served or 'unbekanntem Modell'}, der Index wurde "
-                    f"mit {built} gebaut – Server mit demselben Modell starten (--embed-model-name) oder neu bauen: "
-                    f"python3 build_index.py --rebuild --embed-via server")
-            return check_dim(vec, meta)
-        if not os.path.isfile(settings.model):
-            raise CoreError(f"Embedding-Modell {settings.model} nicht gefunden – einrichten mit: "
-                            f"python3 scripts/setup_llama.py (oder --model / RAG_EMBED_MODEL)")
-        name, size = os.path.basename(settings.model), str(os.path.getsize(settings.model))
-        if built and (built != name or (built_size and built_size != size)):  # size unknown: built by a server
-            if built == name:  # same name, another file: show the sizes, or the message names one model twice
-                built, name = f"{built} ({built_size} Bytes)", f"{name} ({size} Bytes)"
-            raise CoreError(f"der Index wurde mit {built} (Dimension {meta.get('dim')}) gebaut, eingestellt ist "
-                            f"{name} – dasselbe Modell angeben (--model/RAG_EMBED_MODEL) oder neu bauen: "
-                            f"python3 build_index.py --rebuild")
-        return check_dim(embedder.embed_texts([question], settings.embedding_bin, settings.model)[0], meta)
+        return embedder.query_vector(question, meta, settings.model, settings.embedding_bin, settings.embed_via,
+                                     settings.embed_url or settings.server, settings.embed_model_name, settings.api_key)
     except embedder.EmbeddingError as exc:
         raise CoreError(str(exc))
-
-
-def check_dim(vec, meta):
-    if meta.get("dim") and str(len(vec)) != meta["dim"]:
-        raise CoreError(f"Frage-Vektor hat Dimension {len(vec)}, der Index {meta['dim']} – gleiches Modell "
-                        f"verwenden oder neu bauen: python3 build_index.py --rebuild")
-    return vec
 
 
 # -- 2. retrieve, then mask ------------------------------------------------------------------------
@@ -313,22 +283,8 @@ def write_audit(settings, result, raw_sources, meta):
     if result.text is None or settings.audit == "":
         return
     path = settings.audit or audit.default_path(settings.db)
-    r = result.retrieval
-    entry = {
-        "time": datetime.now(timezone.utc).isoformat(timespec="seconds"), "question": result.question,
-        "server": settings.server if result.llm_called else None, "model": result.model,
-        "embed_model": meta.get("embed_model"), "mode": r.mode, "strategy": r.strategy, "under": r.under,
-        "llm_called": result.llm_called,
-        "chunks": [{"path": s.path, "heading": s.heading, "chunk_index": s.chunk_index,
-                    "sha256": audit.sha256(raw.content), "flags": [f["rule"] for f in s.flags],
-                    **({"chunks": list(s.chunks)} if s.chunks else {})}
-                   for s, raw in zip(r.sources, raw_sources)],
-        "prompt_sha256": audit.sha256(result.prompt) if result.prompt else None, "answer": result.text,
-        "kind": result.kind, "answerable": result.answerable, "citations": result.citations,
-        "evidence": result.evidence, "support": result.support, "unsupported": result.unsupported,
-        "timings": result.timings}
     try:
-        audit.append(path, entry)
+        audit.append(path, audit.entry(result, raw_sources, meta, settings.server if result.llm_called else None))
     except OSError as exc:
         raise CoreError(f"Audit-Log {path} nicht schreibbar ({exc.strerror}) – Pfad mit --audit/RAG_AUDIT ändern "
                         f"oder --no-audit")

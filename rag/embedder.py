@@ -210,3 +210,41 @@ def embed_too_long(texts, binary, model, threads, timeout, message):
     if keep >= len(texts[0]) or keep < 1:
         raise EmbeddingError(f"llama-embedding: {message[:200]}")
     return embed_texts([texts[0][:keep]], binary, model, threads, timeout)
+
+
+def query_vector(question, meta, model, binary, via="binary", url=None, model_name=None, api_key=None):
+    """The question's vector from the same model as the index `meta` describes, with the query prefix the
+    index stored (e5: "query: "); EmbeddingError with the rebuild command when the model differs.
+
+    via "binary": llama-embedding with the GGUF `model`; "server": any OpenAI-compatible /v1/embeddings at `url`.
+    """
+    built, built_size = meta.get("embed_model"), meta.get("embed_model_size")
+    question = stored_query_prefix(meta, model) + question
+    if via == "server":  # rag/embed_client.py
+        from . import embed_client
+        [vec], served = embed_client.embed_texts([question], url, model_name, api_key)
+        if built and served != built:
+            raise EmbeddingError(
+                f"der Embedding-Server unter {url} rechnet mit {served or 'unbekanntem Modell'}, der Index wurde "
+                f"mit {built} gebaut – Server mit demselben Modell starten (--embed-model-name) oder neu bauen: "
+                f"python3 build_index.py --rebuild --embed-via server")
+        return check_dim(vec, meta)
+    if not os.path.isfile(model):
+        raise EmbeddingError(f"Embedding-Modell {model} nicht gefunden – einrichten mit: "
+                             f"python3 scripts/setup_llama.py (oder --model / RAG_EMBED_MODEL)")
+    name, size = os.path.basename(model), str(os.path.getsize(model))
+    if built and (built != name or (built_size and built_size != size)):  # size unknown: built by a server
+        if built == name:  # same name, another file: show the sizes, or the message names one model twice
+            built, name = f"{built} ({built_size} Bytes)", f"{name} ({size} Bytes)"
+        raise EmbeddingError(f"der Index wurde mit {built} (Dimension {meta.get('dim')}) gebaut, eingestellt ist "
+                             f"{name} – dasselbe Modell angeben (--model/RAG_EMBED_MODEL) oder neu bauen: "
+                             f"python3 build_index.py --rebuild")
+    return check_dim(embed_texts([question], binary, model)[0], meta)
+
+
+def check_dim(vec, meta):
+    """The vector, if its dimension is the index's (else EmbeddingError naming the rebuild)."""
+    if meta.get("dim") and str(len(vec)) != meta["dim"]:
+        raise EmbeddingError(f"Frage-Vektor hat Dimension {len(vec)}, der Index {meta['dim']} – gleiches Modell "
+                             f"verwenden oder neu bauen: python3 build_index.py --rebuild")
+    return vec
