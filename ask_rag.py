@@ -26,7 +26,7 @@ import os
 import signal
 import sys
 
-from rag import answer, audit, config, core, privacy, search
+from rag import answer, audit, config, core, guard, privacy, search
 
 
 def fail(message, code=1):
@@ -53,7 +53,8 @@ def print_explain(result, out):
 
 def print_context(sources, out):
     for n, s in enumerate(sources, start=1):
-        print(f"--- [{n}] {answer.source_label(s)} (Chunk {s.chunk_index}) ---\n{s.content}", file=out)
+        flags = f" ⚠ {', '.join(f['rule'] for f in s.flags)}" if s.flags else ""
+        print(f"--- [{n}] {answer.source_label(s)} (Chunk {s.chunk_index}){flags} ---\n{s.content}", file=out)
     print("--- Ende Kontext ---", file=out)
 
 
@@ -92,6 +93,10 @@ def print_answer(done, out):
     if done.unsupported:
         from rag import factcheck
         print(factcheck.describe(done.unsupported), file=out)
+    if done.guard:
+        lines = guard.describe(done.guard, colour=out.isatty() and not os.environ.get("NO_COLOR"))
+        if lines:
+            print(lines, file=out)
 
 
 def show(events, args, out=sys.stdout):
@@ -129,7 +134,7 @@ def parse_args(argv=None):
         description="Beantwortet eine Frage aus dem Wiki-Index mit llama-server (RAG ohne Magie).",
         epilog="Umgebungsvariablen: RAG_DB, LLAMA_EMBEDDING, RAG_EMBED_MODEL, LLAMA_SERVER_URL, RAG_TOP_K, "
                "RAG_EMBED_VIA, RAG_EMBED_URL, RAG_EMBED_MODEL_NAME, RAG_API_KEY, RAG_LLM_MODEL_NAME, "
-               "RAG_MODE, RAG_VECTOR_WEIGHT, RAG_FLOOR_COSINE, RAG_AUDIT, RAG_PII, RAG_UNDER.")
+               "RAG_MODE, RAG_VECTOR_WEIGHT, RAG_FLOOR_COSINE, RAG_AUDIT, RAG_PII, RAG_UNDER, RAG_GUARD.")
     parser.add_argument("question", nargs="?", help="die Frage (in Anführungszeichen)")
     parser.add_argument("--db", default=config.env_str("RAG_DB", "knowledge.db"),
                         help="SQLite-Datei des Index (RAG_DB, Standard: knowledge.db)")
@@ -200,6 +205,10 @@ def parse_args(argv=None):
                         help="personenbezogene Daten (IBAN, Telefon, Steuer-ID …) in Prompt, Ausgabe und Audit-Log: "
                              "mask ersetzt sie durch [IBAN 1] usw. (Standard), flag markiert die Quellen, off "
                              "(RAG_PII; rag/privacy.py)")
+    parser.add_argument("--guard", choices=("on", "off"), default=config.env_str("RAG_GUARD", "on"),
+                        help="Schutz vor Anweisungen im Wiki-Text (rag/guard.py): on entfernt sie aus dem Prompt und "
+                             "prüft Links, Adressen, Telefonnummern und Befehle der Antwort (Standard); off nur zum "
+                             "Messen (RAG_GUARD)")
     args = parser.parse_args(argv)
     args.server = args.server.rstrip("/").removesuffix("/v1")  # an OpenAI base URL (…/v1) works too
     if args.pii not in privacy.MODES:
