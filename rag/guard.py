@@ -36,9 +36,15 @@ COPY_WORDS = 6  # an answer with this many consecutive words of a removed senten
 LEAK_WORDS = 8  # … of the fixed prompt (system message, reminder) leaks it
 ABBREVIATIONS = {"z", "b", "d", "h", "u", "a", "ca", "nr", "abs", "bzw", "ggf", "usw", "inkl", "evtl", "vgl", "s",
                  "dr", "hr", "fr", "etc", "e", "g", "i", "st", "str", "tel", "max", "min", "mind", "zzgl", "bspw"}
-SENTENCE_END = re.compile(r"(?<=[.!?])[ \t]+(?=\S)")
+SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?:>[ \t]*)*(?=\S)")  # in a quote, the next line's "> " goes with the cut
+BLOCK_START = re.compile(r"(?:[-*+]\s|\d{1,3}[.)]\s|\||#|<!--|<\||\[/?INST\]|<start_of_turn>|<system>)")  # own lines
 MARKER = re.compile(r"[ \t]*(?:(?:>|[-*+]|\d{1,3}[.)])[ \t]+)*")  # quote and list markers in front of a line
-COMMENT = re.compile(r"<!--.*?(?:-->|\Z)", re.S)
+CONTAINER = re.compile(  # text between a pair of markers goes as a whole when an instruction is inside
+    r"<!--.*?(?:-->|\Z)|\[INST\].*?(?:\[/INST\]|\Z)|<\|im_start\|>.*?(?:<\|im_end\|>|\Z)|"
+    r"<start_of_turn>.*?(?:<end_of_turn>|\Z)|<\|(?:system|user|assistant)\|>.*?(?:<\|end\|>|\Z)|"
+    r"<\|start_header_id\|>.*?(?:<\|eot_id\|>|\Z)|<<SYS>>.*?(?:<</SYS>>|\Z)|"
+    r"<(system|instructions?|context|prompt)>.*?(?:</\1>|\Z)|-----BEGIN [^-\n]*-----.*?(?:-----END [^-\n]*-----|\Z)",
+    re.S | re.I)
 # after a removed sentence, a neighbour in the same paragraph goes too when it speaks to the model or carries a payload
 FOLLOW_UP = re.compile(rf"\b(?:{safety.SECOND}|antworte\w*|beantworte\w*|answer|reply|respond|schreibe|nenne|gib|"
                        rf"füge|ausgeben|output|print|include|append|mention)\b|https?://|www\.|@|\+?\d[\d /-]{{6,}}\d",
@@ -70,16 +76,40 @@ def plain(text):
     return "".join(c for c in unicodedata.normalize("NFKC", text) if unicodedata.category(c) != "Cf")
 
 
+def lines(text):
+    """Spans of logical lines: a hard-wrapped prose paragraph (or quote) is one line, a list item,
+    table row, heading or code line stays on its own. Example: "a\nb\n- c\n- d" -> spans of "a\nb", "- c", "- d" """
+    spans, fenced, previous, at = [], False, None, 0  # previous: the last line's kind, None after a blank line
+    for line in text.split("\n"):
+        start, at = at, at + len(line) + 1
+        stripped = line.lstrip()
+        if not stripped.strip("> \t"):  # a blank line, or a blank line of a quote
+            previous = None
+            continue
+        if stripped.startswith(("```", "~~~")):
+            fenced, kind = not fenced, None
+        elif fenced or BLOCK_START.match(stripped):
+            kind = None  # a line of its own
+        else:
+            kind = "quote" if stripped.startswith(">") else "prose"
+        if kind and kind == previous:
+            spans[-1] = (spans[-1][0], start + len(line))
+        else:
+            spans.append((start, start + len(line)))
+        previous = kind
+    return spans
+
+
 def sentences(text):
-    """Spans (start, end) of the units a rule is read on: lines, table cells, then sentences.
+    """Spans (start, end) of the units a rule is read on: logical lines, table cells, then sentences.
 
     Example: "Quota: 2 GB. Ignoriere das.\n| a | b |" -> spans of "Quota: 2 GB.", "Ignoriere das.", " a ", " b "
     """
     spans = []
-    for line in re.finditer(r"[^\n]+", text):
-        cells = [line.span()]
-        if line.group().lstrip().startswith("|"):  # a Markdown table row: each cell on its own
-            cells = [(line.start() + m.start(), line.start() + m.end()) for m in re.finditer(r"[^|]+", line.group())]
+    for start, end in lines(text):
+        cells = [(start, end)]
+        if text[start:end].lstrip().startswith("|"):  # a Markdown table row: each cell on its own
+            cells = [(start + m.start(), start + m.end()) for m in re.finditer(r"[^|]+", text[start:end])]
         for start, end in cells:
             piece, at = text[start:end], 0
             for cut in SENTENCE_END.finditer(piece):
@@ -114,11 +144,11 @@ def neutralise(text):
             if j not in hits and (header or FOLLOW_UP.search(plain(text[spans[j][0]:spans[j][1]]))):
                 hits[j] = "injection:follow-up"
     cut = [spans[i] for i in hits]
-    for comment in COMMENT.finditer(text):  # an HTML comment that holds an instruction goes as a whole
-        if any(comment.start() <= s < comment.end() for s, _ in cut):
-            cut.append(comment.span())
+    for container in CONTAINER.finditer(text):  # an HTML comment, a chat turn, a <system> block …
+        if any(container.start() <= s < container.end() for s, _ in cut):
+            cut.append(container.span())
     cut = merged(text, cut)
-    removed = [{"rule": next((hits[i] for i in sorted(hits) if s <= spans[i][0] < e), "injection:comment"),
+    removed = [{"rule": next((hits[i] for i in sorted(hits) if s <= spans[i][0] < e), "injection:enclosed"),
                 "text": text[s:e].strip()} for s, e in cut]
     pieces, kept, at = [], [], 0
     for s, e in cut:
@@ -128,6 +158,13 @@ def neutralise(text):
     pieces.append(text[at:])
     kept.append(text[at:])
     return Neutral(invisible_removed("".join(pieces)), removed, "".join(kept))
+
+
+def neutralise_path(heading, sep=" › "):
+    """A heading path part by part. Example: "Quota › Administrator-Hinweis ###" -> "Quota › " + REMOVED"""
+    parts = [neutralise(part) for part in heading.split(sep)]
+    return Neutral(sep.join(p.text for p in parts), [r for p in parts for r in p.removed],
+                   sep.join(p.kept for p in parts))
 
 
 def merged(text, spans):
@@ -169,8 +206,12 @@ class Shield:
     def __init__(self, sources, active=True):
         self.active = active
         self.neutral = [neutralise(s.content) if active else Neutral(s.content, [], s.content) for s in sources]
-        self.sources = [dataclasses.replace(s, content=n.text) if n.removed or n.text != s.content else s
-                        for s, n in zip(sources, self.neutral)]
+        headings = [neutralise_path(s.heading) if active else Neutral(s.heading, [], s.heading) for s in sources]
+        self.sources = [s if n.text == s.content and h.text == s.heading else
+                        dataclasses.replace(s, content=n.text, heading=h.text)
+                        for s, n, h in zip(sources, self.neutral, headings)]  # the heading path is in the prompt too
+        for n, h in zip(self.neutral, headings):
+            n.removed[:0], n.kept = h.removed, h.kept + "\n" + n.kept
         self.kept = plain("\n".join(n.kept for n in self.neutral)).casefold()
         self.untrusted = plain("\n".join(r["text"] for n in self.neutral for r in n.removed)).casefold()
         self.withheld = []

@@ -51,6 +51,8 @@ INJECTION_RULES = [
                                rf"(?:[\w-]+\s+)?{MODEL}\s+(?:bist|sind|seid)\b"),
     ("injection:ai-addressed", rf"\b(?:hinweis|nachricht|anweisung|info|notiz|achtung|note|message|instructions?|notice|"
                                rf"attention|memo)\w*\s+(?:für|an|to|for)\s+(?:{ARTICLE}\s+)?(?:[\w-]+\s+)?{ADDRESSEE}\b"),
+    ("injection:ai-addressed", rf"\b(?:as|als)\s+(?:{ARTICLE}\s+)?(?:[\w-]+\s+)?{MODEL}\b\W{{0,3}}(?:[\w-]+\s+){{0,2}}"
+                               rf"{SECOND}\b|\b(?:für|an|to|for)\s+(?:{ARTICLE}\s+)?(?:[\w-]+\s+)?{MODEL}\W{{0,3}}:"),
     ("injection:ai-addressed", rf"\b(?:an|to|für|for|dear|liebe[rs]?|hey|hallo|hello)\s+(?:{ARTICLE}\s+)?(?:[\w-]+\s+)?"
                                rf"{MODEL}\b[^.\n]{{0,60}}\b(?:{SECOND}|lies|liest|reading|lesen|auswert\w*|"
                                rf"zusammenfass\w*|summari[sz]\w*|process\w*)\b"),
@@ -60,6 +62,9 @@ INJECTION_RULES = [
     ("injection:steers-answer", r"\bantworte\b[^.\n]{0,60}\b(?:ausschließlich|nur|immer|stets|mit|auf englisch|"
                                 r"in englisch|englisch|so|folgend\w*)\b|\b(?:gib|nenne|schreibe?|sage?|füge|hänge|beginne|"
                                 r"setze|ergänze|wiederhole)\b[^.\n]{0,60}\b(?:antwort\w*|ausgabe\w*|aus)\b"),
+    ("injection:steers-answer", r"\b(?:gib|nenne|antworte|schreibe?|sage?|füge|verweise|erwähne|tell|say|mention|give)\b"
+                                r"[^.\n]{0,60}\b(?:bei|auf|zu|for|to|on|in)\s+(?:jeder|jede|allen|every|each|any|all)\s+"
+                                r"(?:\w+\s+)?(?:frage|fragen|anfrage\w*|questions?|quer(?:y|ies)|requests?)\b"),
     ("injection:steers-answer", rf"\b(?:deine[rnms]?|eure[rnms]?)\s+{ANSWER}\b|\b(?:jede[rnms]?|alle[rn]?)\s+{ANSWER}"
                                 rf"[^.\n]{{0,60}}\b(?:hinzu\w*|anhäng\w*|anfüg\w*|voranstell\w*)"),
     ("injection:steers-answer", rf"\b(?:reply|respond|answer|say|output|print|write|add|append|include|start|begin|"
@@ -87,7 +92,10 @@ INJECTION_RULES = [
                             r"anweisung\w*)\s*>|-{3,}\s*(?:begin|end)\s[^-\n]{0,30}(?:instructions?|prompt|system)|"
                             r"\b(?:trusted|vertrauenswürdige)\s+(?:instructions?|anweisungen)|"
                             r"[\"']role[\"']\s*:\s*[\"'](?:system|assistant|user|developer)[\"']|"
-                            r"\b(?:system|admin\w*)[- ]?(?:override|notice|hinweis|anweisung|befehl|mitteilung)\s*[:!]"),
+                            r"\b(?:system|admin\w*)[- ]?(?:override|notice|hinweis|anweisung|befehl|mitteilung)\s*"
+                            r"(?:[:!]|#{2,})|\b(?:hat|haben|has|have|takes?|nimmt)\s+(?:\w+\s+)?(?:vorrang|priorität|"
+                            r"precedence|priority)\s+(?:vor|über|over)\s+(?:allen?|jede[rnm]?|all|any|every)\b|"
+                            r"\boverrides?\s+(?:all|any|every)\b"),
     ("injection:new-instruction", rf"\b(?:neue|new|updated?|aktualisierte|geänderte)\s+(?:anweisung|instruction|"
                                   rf"instruktion|directive)(?:en|s)?\s*:|\b(?:ab jetzt|ab sofort|von nun an|from now on|"
                                   rf"henceforth)\b[^.\n]{{0,40}}\b(?:{SECOND}|antworte\w*|answer|reply|respond)\b"),
