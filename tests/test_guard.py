@@ -261,7 +261,7 @@ def test_the_core_sends_the_prompt_copy_and_reports_the_guard(fake_embedding, tm
         settings.server = server.url
         events = list(core.ask("Wie lege ich eine Mailbox an?", settings))
         sent = json.dumps(server.completions()[-1]["body"], ensure_ascii=False)
-    assert "phish" not in sent and guard.REMOVED in sent
+    assert "phish" not in sent and "ausschließlich" not in sent and "cyradm" in sent
     pieces = "".join(e.data for e in events if e.kind == "piece")
     assert "phish" not in pieces and guard.LINK_FROM_FLAGGED in pieces
     checks = next(e.data for e in events if e.kind == "checks")
