@@ -23,7 +23,6 @@ passes as a fact), an answer that follows an instruction without copying it, hom
 also rag/safety.py. Hidden HTML and Word text is rag/formats.py's job.
 """
 import dataclasses
-import os
 import re
 import unicodedata
 
@@ -33,8 +32,7 @@ REMOVED = "[anweisungsähnlicher Text entfernt]"  # what the model reads instead
 LINK_FROM_FLAGGED = "[Link aus einer markierten Quelle entfernt]"
 LINK_FROM_NOWHERE = "[Link entfernt: steht in keiner Quelle]"
 CONTACT_FROM_FLAGGED = "[Kontaktangabe aus einer markierten Quelle entfernt]"
-SPOTLIGHT = os.environ.get("RAG_SPOTLIGHT", "off")  # experiment: "datamark" (Hines et al. 2024) marks source text
-MARK = "\u02c6"  # "ˆ" between every two words of a source, as in the paper
+MARK = "\u02c6"  # "ˆ": the datamark of rag/answer.py (experiment RAG_SPOTLIGHT=datamark), never shown to the reader
 COPY_WORDS = 6  # an answer with this many consecutive words of a removed sentence copies it
 LEAK_WORDS = 8  # … of the fixed prompt (system message, reminder) leaks it
 ABBREVIATIONS = {"z", "b", "d", "h", "u", "a", "ca", "nr", "abs", "bzw", "ggf", "usw", "inkl", "evtl", "vgl", "s",
@@ -170,11 +168,6 @@ def neutralise_path(heading, sep=" › "):
                    sep.join(p.kept for p in parts))
 
 
-def datamark(text):
-    """Example: datamark("Quota 5 GB\nEnde") -> "Quotaˆ5ˆGB\nEnde" """
-    return re.sub(r"[ \t]+", MARK, text)
-
-
 def merged(text, spans):
     """Overlapping spans, and spans with only whitespace or table bars between them, joined; sorted."""
     out = []
@@ -215,9 +208,8 @@ class Shield:
         self.active = active
         self.neutral = [neutralise(s.content) if active else Neutral(s.content, [], s.content) for s in sources]
         headings = [neutralise_path(s.heading) if active else Neutral(s.heading, [], s.heading) for s in sources]
-        self.sources = [s if n.text == s.content and h.text == s.heading and SPOTLIGHT == "off" else
-                        dataclasses.replace(s, content=datamark(n.text) if SPOTLIGHT == "datamark" else n.text,
-                                            heading=h.text)
+        self.sources = [s if n.text == s.content and h.text == s.heading else
+                        dataclasses.replace(s, content=n.text, heading=h.text)
                         for s, n, h in zip(sources, self.neutral, headings)]  # the heading path is in the prompt too
         for n, h in zip(self.neutral, headings):
             n.removed[:0], n.kept = h.removed, h.kept + "\n" + n.kept
