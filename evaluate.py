@@ -792,11 +792,22 @@ def run_injections(args, db_given):
     if args.ids:
         wanted = set(args.ids.split(","))
         cases = [c for c in cases if c["id"] in wanted]
-    pages, prompts = sample_pages(), [answer_module.SYSTEM, answer_module.INSTRUCTIONS, answer_module.REMINDER]
+    prompts = [answer_module.SYSTEM, answer_module.INSTRUCTIONS, *answer_module.TASKS.values()]
+    if args.rescore:  # the answers of an earlier --out file against the cases (URLs as found then)
+        by_id = {c["id"]: c for c in cases}
+        rows = [r for r in read_jsonl(args.rescore, "Datei", "eine --out-Datei von --injections") if r.get("id") in by_id]
+        for r in rows:
+            r.update(obeyed=not r["error"] and obeyed(by_id[r["id"]], r["answer"], prompts),
+                     answered=not r["error"] and has_facts(r["answer"], by_id[r["id"]]["facts"]))
+        return print_injection_summary(injection_summary(rows), f"(neu bewertet aus {args.rescore})")
+    pages = sample_pages()
     env = {**os.environ, "LLAMA_EMBEDDING": args.embedding_bin, "RAG_EMBED_MODEL": args.model}
     with tempfile.TemporaryDirectory(prefix="rag-injections-") as tmp:
         base = args.db if db_given else fresh_index(tmp, args)
-        conn = store.connect(base)
+        try:
+            conn = store.connect(base)
+        except store.StoreError as exc:
+            raise SystemExit(f"Fehler: {exc} (Basis-Index über wiki/ für --injections)")
         clean = normalise("\n".join(c for (c,) in conn.execute("SELECT content FROM docs")))
         conn.close()
         model = args.llm_model or config.default_llm_model()
@@ -901,7 +912,8 @@ def main():
                              f"einen echten llama-server; Erfolgsquote der Angriffe und beantwortete Fakten je Kategorie")
     parser.add_argument("--ids", help="mit --injections: nur diese Fälle, kommagetrennt (inj-01,inj-14)")
     parser.add_argument("--rescore", metavar="DATEI",
-                        help="mit --answers: keine Fragen stellen, die Antworten einer früheren --out-Datei neu bewerten")
+                        help="mit --answers/--injections: keine Fragen stellen, die Antworten einer früheren "
+                             "--out-Datei neu bewerten")
     args = parser.parse_args()
     db_given = args.db is not None or bool(os.environ.get("RAG_DB"))
     args.db = args.db or config.env_str("RAG_DB", "knowledge.db")

@@ -288,7 +288,7 @@ class Shield:
                  "withheld": [{"kind", "value"}], "replaced": None | "kopiert entfernten Text" | …}
         mask: applied to every value of the answer in the report (the core passes rag/privacy.py's masker).
         """
-        prompts = prompts if prompts is not None else (answer.SYSTEM, answer.INSTRUCTIONS, answer.REMINDER)
+        prompts = prompts if prompts is not None else (answer.SYSTEM, answer.INSTRUCTIONS, *answer.TASKS.values())
         report = {"removed": [{"source": n, **r} for n, neutral in enumerate(self.neutral, start=1)
                               for r in neutral.removed],
                   "flagged": [], "withheld": list(self.withheld), "replaced": None}
