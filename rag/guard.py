@@ -9,18 +9,21 @@ the reader still sees the original, with its flag, and the index still finds it.
                removed=[{"rule": "injection:ignore-previous", "text": "Ignoriere alle …"}], kept="Die Quota ist 5 GB. ")
 
 Answer side (Shield.screen while the answer streams, Shield.check at the end): a link, e-mail
-address, phone number or command of the answer that is in no kept source sentence is flagged; a
-link or contact from a removed sentence, and a login-style link from nowhere, never reaches the
-reader ("[Link aus einer markierten Quelle entfernt]"); an answer that copies a removed sentence
-or the fixed prompt is replaced by NO_INFO.
+address or phone number of the answer that is in no kept source sentence is flagged, and so is a
+`command` that stands only in a removed sentence (a command in no source at all is the fact
+check's, rag/factcheck.py); a link or contact from a removed sentence, and a login-style link from
+nowhere, never reaches the reader ("[Link aus einer markierten Quelle entfernt]"); an answer that
+copies a removed sentence or the fixed prompt is replaced by NO_INFO.
 
     shield = Shield(sources)                  # shield.sources: the prompt copies, same order (guarded(retrieval))
     text = "".join(shield.screen(pieces))     # withheld links replaced on the fly
     text, report = shield.check(text)         # report: {"removed", "flagged", "withheld", "replaced"}
 
 Does not handle: instructions that read like wiki content (a fake "Korrektur" with a new address
-passes as a fact), an answer that follows an instruction without copying it, homoglyphs; see
-also rag/safety.py. Hidden HTML and Word text is rag/formats.py's job.
+passes as a fact), an answer that follows an instruction without copying it or its payload (it
+answers in English, it leaves out a fact), a removed sentence that also held a real fact (the model
+no longer sees that fact), homoglyphs; see also rag/safety.py. Hidden HTML and Word text is
+rag/formats.py's job.
 """
 import dataclasses
 import re
@@ -300,7 +303,7 @@ class Shield:
                 if kind == "url" and "@" in text[max(0, m.start() - 1):m.start()]:
                     continue
                 where = self.origin(kind, value)
-                if where != "kept":
+                if where != "kept" and (kind != "command" or where == "removed"):
                     report["flagged"].append({"kind": kind, "value": value,
                                               "where": "nur in markiertem Text" if where else "in keiner Quelle"})
         if any(shares_words(text, r["text"], COPY_WORDS) for n in self.neutral for r in n.removed):
@@ -325,16 +328,16 @@ def describe(report, colour=False):
     if not report:
         return ""
     red = (lambda s: f"\033[31m{s}\033[0m") if colour else (lambda s: s)  # noqa: E731
-    lines = []
+    out = []
     if report.get("replaced"):
-        lines.append(red(f"Antwort ersetzt ({report['replaced']}): {answer.NO_INFO}"))
+        out.append(red(f"Antwort ersetzt ({report['replaced']}): {answer.NO_INFO}"))
     if report.get("withheld"):  # the value itself stays out of the terminal (it is in --json and the audit log)
-        lines.append(red(f"Zurückgehalten: {len(report['withheld'])} Link(s)/Kontaktangabe(n) aus markiertem "
+        out.append(red(f"Zurückgehalten: {len(report['withheld'])} Link(s)/Kontaktangabe(n) aus markiertem "
                          f"Text oder aus keiner Quelle"))
     if report.get("flagged"):
-        lines.append(red("Prüfung: nicht in den Quellen: "
+        out.append(red("Prüfung: nicht in den Quellen: "
                          + ", ".join(f"{f['value']} ({f['where']})" for f in report["flagged"])))
     if report.get("removed"):
-        lines.append(f"Im Prompt entfernt: {len(report['removed'])} anweisungsähnliche Stelle(n) in "
+        out.append(f"Im Prompt entfernt: {len(report['removed'])} anweisungsähnliche Stelle(n) in "
                      + ", ".join(sorted({f"[{r['source']}]" for r in report["removed"]})))
-    return "\n".join(lines)
+    return "\n".join(out)
