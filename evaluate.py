@@ -319,6 +319,8 @@ def judge_answer(item, out, seconds, error, texts=None):
            "sources": [s.get("path") for s in out.get("sources", [])], "facts": item["facts"]}
     if "unsupported" in out:
         row["unsupported"] = out["unsupported"]
+    if out.get("guard"):  # what rag/guard.py removed from the prompt, withheld or replaced
+        row["guard"] = out["guard"]
     return score(row)
 
 
