@@ -26,7 +26,7 @@ import os
 import signal
 import sys
 
-from rag import answer, audit, config, core, privacy, search
+from rag import answer, audit, config, core, guard, privacy, search
 
 
 def fail(message, code=1):
@@ -57,7 +57,8 @@ def print_explain(result, out):
 
 def print_context(sources, out):
     for n, s in enumerate(sources, start=1):
-        print(f"--- [{n}] {answer.source_label(s)} (Chunk {s.chunk_index}) ---\n{s.content}", file=out)
+        flags = f" ⚠ {', '.join(f['rule'] for f in s.flags)}" if s.flags else ""
+        print(f"--- [{n}] {answer.source_label(s)} (Chunk {s.chunk_index}){flags} ---\n{s.content}", file=out)
     print("--- Ende Kontext ---", file=out)
 
 
@@ -96,6 +97,10 @@ def print_answer(done, out):
     if done.unsupported:
         from rag import factcheck
         print(factcheck.describe(done.unsupported), file=out)
+    if done.guard:
+        lines = guard.describe(done.guard, colour=out.isatty() and not os.environ.get("NO_COLOR"))
+        if lines:
+            print(lines, file=out)
 
 
 def show(events, args, out=sys.stdout):
@@ -133,7 +138,7 @@ def parse_args(argv=None):
         description="Beantwortet eine Frage aus dem Wiki-Index mit llama-server (RAG ohne Magie).",
         epilog="Umgebungsvariablen: RAG_DB, LLAMA_EMBEDDING, RAG_EMBED_MODEL, LLAMA_SERVER_URL, RAG_TOP_K, "
                "RAG_EMBED_VIA, RAG_EMBED_URL, RAG_EMBED_MODEL_NAME, RAG_API_KEY, RAG_LLM_MODEL_NAME, "
-               "RAG_MODE, RAG_VECTOR_WEIGHT, RAG_FLOOR_COSINE, RAG_AUDIT, RAG_PII, RAG_PII_KINDS, RAG_PII_KEEP, RAG_UNDER, "
+               "RAG_MODE, RAG_VECTOR_WEIGHT, RAG_FLOOR_COSINE, RAG_AUDIT, RAG_PII, RAG_PII_KINDS, RAG_PII_KEEP, RAG_UNDER, RAG_GUARD, "
                "RAG_ANN; für --serve: RAG_SERVE_HOST, RAG_SERVE_PORT, RAG_SERVE_KEY, RAG_SERVE_SLOTS, RAG_SERVE_QUEUE.")
     parser.add_argument("question", nargs="?", help="die Frage (in Anführungszeichen)")
     parser.add_argument("--db", default=config.env_str("RAG_DB", "knowledge.db"),
@@ -215,6 +220,10 @@ def parse_args(argv=None):
     parser.add_argument("--pii-keep", default=os.environ.get("RAG_PII_KEEP", ""), metavar="WERTE",
                         help="Werte oder Muster, die lesbar bleiben, durch Kommas getrennt, z. B. \"040 66969*,"
                              "NAME:Henrik Lorenzen\" (RAG_PII_KEEP; --explain zeigt, was behalten wurde)")
+    parser.add_argument("--guard", choices=("on", "off"), default=config.env_str("RAG_GUARD", "on"),
+                        help="Schutz vor Anweisungen im Wiki-Text (rag/guard.py): on entfernt sie aus dem Prompt und "
+                             "prüft Links, Adressen, Telefonnummern und Befehle der Antwort (Standard); off nur zum "
+                             "Messen (RAG_GUARD)")
     parser.add_argument("--serve", action="store_true",
                         help="Web-Seite und OpenAI-kompatible API starten (rag/web.py), statt eine Frage zu beantworten")
     parser.add_argument("--host", default=config.env_str("RAG_SERVE_HOST", "127.0.0.1"),

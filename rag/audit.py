@@ -40,7 +40,7 @@ def entry(result, raw_sources, meta, server):
         "prompt_sha256": sha256(result.prompt) if result.prompt else None, "answer": result.text,
         "kind": result.kind, "answerable": result.answerable, "citations": result.citations,
         "evidence": result.evidence, "support": result.support, "unsupported": result.unsupported,
-        "timings": result.timings}
+        "guard": result.guard, "timings": result.timings}
 
 
 def append(path, entry):
@@ -85,6 +85,18 @@ def unsupported_line(unsupported):
     return "nicht in den Quellen: " + ", ".join(unsupported) if unsupported else "alle in den Quellen"
 
 
+def guard_line(report):
+    """Example: {"removed": [{…}], "flagged": [], "withheld": [], "replaced": None} -> "1 Stelle(n) im Prompt entfernt" """
+    if not report:
+        return "–"
+    parts = [f"{len(report.get(key) or [])} {label}" for key, label in (
+        ("removed", "Stelle(n) im Prompt entfernt"), ("flagged", "Angabe(n) nicht in den Quellen"),
+        ("withheld", "zurückgehalten")) if report.get(key)]
+    if report.get("replaced"):
+        parts.append(f"Antwort ersetzt ({report['replaced']})")
+    return ", ".join(parts) or "nichts gefunden"
+
+
 def show(path, number):
     """Entry `number` (1 = oldest, -1 = newest) as readable German text."""
     entries = read(path)
@@ -112,5 +124,6 @@ def show(path, number):
         lines.append(f"Prüfung:   beantwortbar? P(ja) {a['p_yes']} (Schwelle {a['threshold']})"
                      + (" – abgelehnt" if a["refused"] else ""))
     lines += [f"Fakten:    {unsupported_line(e.get('unsupported'))}",
+              f"Schutz:    {guard_line(e.get('guard'))}",
               f"Zeiten:    {describe_timings(e.get('timings') or {})}"]
     return "\n".join(lines)

@@ -1,4 +1,4 @@
-"""The question pipeline, once for every front door: embed → retrieve → mask → prompt → stream → check → audit.
+"""The question pipeline, once for every front door: embed → retrieve → mask → guard → prompt → stream → check → audit.
 
     for event in ask("Wie lege ich eine Mailbox an?", Settings(db="knowledge.db")):
         if event.kind == "piece":
@@ -8,7 +8,8 @@ Events, in this order (a door turns each into its own format and adds nothing el
     sources   the Retrieval (masked sources, the floor's verdict, how the scan ran)
     prompt    the prompt text sent to the model (only when the model is asked)
     piece     a piece of the answer as it streams (leading/trailing whitespace trimmed)
-    checks    {"citations", "unsupported"}: which [n] are valid, which numbers no source has
+    checks    {"citations", "unsupported", "guard", …}: which [n] are valid, which numbers no source has,
+              what rag/guard.py removed from the prompt and flagged or withheld in the answer
     done      the Answer: everything above, plus timings, as the audit log stores it
 
 The core never prints, never reads sys.argv and knows nothing of terminals or HTTP. Expected
@@ -19,7 +20,7 @@ Does not handle: conversations (each question stands alone), several indexes at 
 import dataclasses
 import time
 
-from . import answer, audit, config, context, embedder, german, privacy, search, store
+from . import answer, audit, config, context, embedder, german, guard, privacy, search, store
 
 TOP_K = 4  # chunks in the prompt (as in the post)
 MAX_TOKENS = {"fact": 160, "howto": 400}  # answer length limit by question type; one sentence needs 20–50 tokens,
@@ -61,6 +62,7 @@ class Settings:
     under: str = None  # only pages below this folder, e.g. "mail/"
     ann: bool = False  # PostgreSQL: HNSW preselection, rescored exactly; False: the store decides by size
     whole_chunks: bool = False  # the model sees every source whole (as in the post), not the parts that fit
+    guard: str = "on"  # rag/guard.py: on | off (off: only to measure what the guard does)
 
 
 @dataclasses.dataclass
@@ -77,6 +79,7 @@ class Answer:
     evidence: list = None  # [{"n", "text"}]: verbatim source units that support the answer (rag/support.py)
     support: list = None  # per statement: {"text", "cited", "supported_by", "verdict"}
     unsupported: list = None  # numbers, dates, §, commands no cited source has (rag/factcheck.py)
+    guard: dict = None  # what rag/guard.py removed from the prompt, flagged and withheld in the answer
     timings: dict = dataclasses.field(default_factory=dict)
 
     def as_json(self):
@@ -90,7 +93,7 @@ class Answer:
                 "under": r.under,
                 "kind": self.kind, "answerable": self.answerable,
                 "citations": self.citations, "evidence": self.evidence, "support": self.support,
-                "unsupported": self.unsupported,
+                "unsupported": self.unsupported, "guard": self.guard,
                 "sources": [s.as_json() for s in r.sources], "timings": self.timings}
 
 
@@ -193,7 +196,7 @@ def prompt_for(question, retrieval, settings, question_kind, chat):
     return prefix, prefix + "\n" + (answer.task_text(question_kind, procedure) if chat else "Antwort:"), procedure
 
 
-def generate(question, retrieval, settings, result):
+def generate(question, retrieval, settings, result, shield):
     """Select the context, check that it answers the question, then ask for the answer; yields the
     prompt and answer events and fills `result` (an Answer)."""
     from . import answerable, llm  # imported here: --retrieve-only needs no HTTP library
@@ -202,7 +205,7 @@ def generate(question, retrieval, settings, result):
         info = llm.server_info(settings.server, settings.api_key, settings.llm_model_name)
         chat = info["chat_template"] if settings.prompt_format == "auto" else settings.prompt_format == "chat"
         result.model = info.get("model")
-        prefix, result.prompt, procedure = prompt_for(question, retrieval, settings, result.kind, chat)
+        prefix, result.prompt, procedure = prompt_for(question, shield.guarded(retrieval), settings, result.kind, chat)
         limit = answerable.threshold(result.model) if settings.answer_threshold is None else settings.answer_threshold
         started = time.monotonic()  # first_token_s counts from here: the check is part of the wait
         if chat and limit:  # no threshold measured for this model (or 0): no check
@@ -217,9 +220,9 @@ def generate(question, retrieval, settings, result):
         pieces, llm_timings = [], {}
         max_tokens = settings.max_tokens or MAX_TOKENS[result.kind]
         prefill = answer.prefill(result.kind, procedure) if chat and info.get("prefill") else None
-        for piece in trimmed(llm.stream_answer(settings.server, result.prompt, chat, max_tokens, llm_timings,
-                                               api_key=settings.api_key, model_name=settings.llm_model_name,
-                                               prefill=prefill)):
+        for piece in shield.screen(trimmed(llm.stream_answer(
+                settings.server, result.prompt, chat, max_tokens, llm_timings, api_key=settings.api_key,
+                model_name=settings.llm_model_name, prefill=prefill))):
             if not pieces:
                 result.timings["first_token_s"] = round(time.monotonic() - started, 3)
             pieces.append(piece)
@@ -249,16 +252,18 @@ def ask(question, settings, history=()):
             result.text = answer.NO_INFO
         else:
             result.llm_called = True
-            yield from generate(question, retrieval, settings, result)
-            yield Event("checks", check(result, retrieval, question, masker))
+            shield = guard.Shield(retrieval.sources, settings.guard != "off")  # prompt copies: no live instruction
+            yield from generate(question, retrieval, settings, result, shield)
+            yield Event("checks", check(result, retrieval, question, masker, shield))
         result.text = masker.mask(result.text)  # a value the model wrote itself stays out of the log
     write_audit(settings, result, raw_sources, meta)
     yield Event("done", result)
 
 
-def check(result, retrieval, question, masker):
+def check(result, retrieval, question, masker, shield):
     """The checks of an answer, in this order: evidence and supported citations (rag/support.py), valid
-    citation numbers, the fact check (rag/factcheck.py). Fills `result`; returns them as one dict."""
+    citation numbers, the fact check (rag/factcheck.py), the injection guard (rag/guard.py). Fills
+    `result`; returns them as one dict."""
     from . import factcheck, support  # only after an answer: --retrieve-only does not load them
     result.citations = answer.check_citations(result.text, len(retrieval.sources))
     found = support.check(result.text, retrieval.sources, retrieval.vocab)
@@ -266,8 +271,10 @@ def check(result, retrieval, question, masker):
     result.support = [{**s, "text": masker.mask(s["text"])} for s in found["statements"]]  # the model's words
     result.unsupported = [masker.mask(claim) for claim in factcheck.unsupported_in(
         result.text, retrieval.sources, result.citations["valid"], question)]
+    result.text, result.guard = shield.check(result.text, mask=masker.mask)
+    result.evidence = [e for e in result.evidence if not shield.removed(e["text"])]  # never an injection as evidence
     return {"evidence": result.evidence, "support": result.support, "citations": result.citations,
-            "unsupported": result.unsupported}
+            "unsupported": result.unsupported, "guard": result.guard}
 
 
 def run(question, settings, history=()):
