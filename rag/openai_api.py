@@ -19,7 +19,7 @@ request are ignored (the door's own settings answer).
 import time
 import uuid
 
-from . import answer, factcheck, support
+from . import answer, factcheck, guard, support
 
 MODEL = "wiki"  # the model id; "wiki/mail" = only pages below mail/
 CREATED = 0  # /v1/models "created": the wiki has no release date
@@ -79,6 +79,8 @@ def footnotes(result):
         lines += support.describe({"evidence": result["evidence"], "statements": result["support"]})
     if result.get("unsupported"):
         lines.append(factcheck.describe(result["unsupported"]))
+    if result.get("guard") and guard.describe(result["guard"]):
+        lines.append(guard.describe(result["guard"]))
     if not result["llm_called"] and result.get("weak_evidence"):
         lines.append("(kein LLM-Aufruf: zu wenig Belege im Wiki; das sind die nächsten Kandidaten)")
     return "\n".join(lines)

@@ -100,3 +100,14 @@ def test_question_and_history():
                                            ("gpt-4o", None), (None, None)])
 def test_folder_of(model, folder):
     assert openai_api.folder_of(model) == folder
+
+
+def test_footnotes_carry_the_guard_lines_as_the_terminal_shows_them():
+    result = {"sources": [{"path": "mail/a.md", "heading": "A"}], "citations": {"cited": [1], "valid": [1], "unknown": []},
+              "llm_called": True, "guard": {"removed": [{"source": 1, "rule": "injection:ignore-previous"}],
+                                            "flagged": [], "withheld": [{"kind": "url", "value": "https://x.example"}],
+                                            "replaced": None}}
+    text = openai_api.footnotes(result)
+    assert "Zurückgehalten: 1 Link(s)/Kontaktangabe(n)" in text and "Im Prompt entfernt: 1 anweisungsähnliche Stelle(n) in [1]" in text
+    assert "https://x.example" not in text  # the withheld value stays out of the reader's text
+    assert "Zurückgehalten" not in openai_api.footnotes({**result, "guard": {"removed": [], "withheld": []}})

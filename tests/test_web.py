@@ -51,7 +51,9 @@ def test_events_stream_in_order_with_the_chunk_text_as_data(env):
     with FakeLlamaServer(answer=["Mit cm", " [1]."]) as fake, Serving({**env, "LLAMA_SERVER_URL": fake.url}) as server:
         events = ask(server.url)
     kinds = [kind for kind, _ in events]
-    assert kinds == ["sources", "piece", "piece", "checks", "done"]
+    # pieces stream word by word (rag/guard.py holds a word back until it is complete)
+    assert kinds[0] == "sources" and kinds[-2:] == ["checks", "done"] and set(kinds[1:-2]) == {"piece"}
+    assert len(kinds) - 3 >= 2
     sources = events[0][1]["sources"]
     assert [s["n"] for s in sources] == list(range(1, len(sources) + 1))
     xss = [s for s in sources if s["path"] == "mail/xss.md"]
