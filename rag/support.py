@@ -42,6 +42,7 @@ def statements(answer):
     "Laut Quelle [2]:" gives [2] to the list items after it that cite nothing.
 
     Example: "Laut Quelle [2]:\n1. SSH.\n2. `cm` [3]." -> [("Laut Quelle [2]:", [2]), ("1. SSH", [2]), ("2. `cm`", [3])]
+             "Die Hotline ist 0421 555 3090. [3]" -> [("Die Hotline ist 0421 555 3090", [3])]
     """
     out, inherited = [], []
     for line in answer.split("\n"):
@@ -58,6 +59,10 @@ def statements(answer):
                 out.append((part.strip(), cited))
                 continue
             text = CITATION.sub("", part).strip().rstrip(".").strip()
+            if not text:  # "… E-Mail. [3]": a citation after the full stop belongs to the sentence before it
+                if cited and out and not out[-1][1]:
+                    out[-1] = (out[-1][0], cited)
+                continue
             out.append((text, cited or own or (inherited if step else [])))
     return out
 

@@ -96,6 +96,11 @@ def test_statements_inherit_the_citation_of_a_source_line():
                      ("Dann prüfen", [1]), ("Ende", [])]
 
 
+
+def test_a_citation_after_the_full_stop_belongs_to_the_sentence_before_it():
+    assert support.statements("Die Hotline ist 0421 555 3090. [3]") == [("Die Hotline ist 0421 555 3090", [3])]
+    assert support.statements("A gilt [1]. [2] B gilt.") == [("A gilt", [1]), ("B gilt", [2])]  # no second owner
+
 @pytest.mark.parametrize("answer, verdict, by", [
     ("Das Passwort steht im Tresor der IT [1].", "gestützt", [1]),
     ("Das Passwort steht im Tresor der IT [2].", "anderes Zitat", [1]),
