@@ -19,6 +19,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -868,6 +869,8 @@ def run_injections(args, db_given):
 
 
 def main():
+    # SIGTERM (kill, a CI timeout) unwinds like Ctrl-C: the finally blocks stop the llama-server this run started
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
     parser = argparse.ArgumentParser(description="Misst die Suchqualität auf einem Fragenkatalog.")
     parser.add_argument("--questions", default="eval/questions.jsonl", help="JSON-Lines-Datei mit Fragen")
     parser.add_argument("--db", help="Index (RAG_DB, Standard: knowledge.db; mit --answers: frisch gebaut)")
