@@ -49,14 +49,22 @@ GOAL_FIRST_TOKEN_S = 8.0  # issue #10, 2 cores: first answer token (whole proces
 GOAL_WHOLE_S = 20.0  # issue #10, 2 cores: whole answer ≤ 20 s median
 
 
-def questions(limit):
+def items(limit):
     with open(ROOT / "eval" / "questions.jsonl", encoding="utf-8") as f:
-        return [json.loads(line)["question"] for line in f if line.strip()][:limit]
+        return [json.loads(line) for line in f if line.strip()][:limit]
 
 
-def copy_wiki(source, target, pages):
-    """Copy wiki/ (or its first `pages` pages) to target; returns target."""
-    for rel in build_index.find_pages(Path(source))[:pages]:
+def questions(limit):
+    return [item["question"] for item in items(limit)]
+
+
+def copy_wiki(source, target, pages, first=()):
+    """Copy wiki/ (or `pages` pages of it: the pages in `first`, then the others in order) to target.
+
+    A smaller wiki keeps the pages that answer the questions asked, so the answerability check
+    (rag/answerable.py) lets them through and the model answers, as on the whole wiki."""
+    found = build_index.find_pages(Path(source))
+    for rel in ([p for p in found if p in set(first)] + [p for p in found if p not in set(first)])[:pages]:
         (target / rel).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(Path(source) / rel, target / rel)
     return target
@@ -147,7 +155,9 @@ def main():
     asked = questions(args.questions)
     with tempfile.TemporaryDirectory(prefix="rag-bench-ask-") as tmp:
         tmp = Path(tmp)
-        wiki, db, audit = copy_wiki(args.wiki, tmp / "wiki", args.pages), str(tmp / "knowledge.db"), tmp / "audit.jsonl"
+        answering = [e["file"] for item in items(args.questions) for e in item.get("expected", [])]
+        wiki = copy_wiki(args.wiki, tmp / "wiki", args.pages, answering)
+        db, audit = str(tmp / "knowledge.db"), tmp / "audit.jsonl"
         env = {**os.environ, "LLAMA_EMBEDDING": args.embedding_bin, "RAG_EMBED_MODEL": args.model}
         print("  Index bauen …", file=sys.stderr, flush=True)
         build = common.measure([sys.executable, str(ROOT / "build_index.py"), "--rebuild", "--quiet",
