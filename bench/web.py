@@ -197,7 +197,9 @@ def one_by_one(url, proxy, pool):
     for question in pool:
         before = len(proxy.firsts)
         result = ask(url, question)
-        upstream = proxy.firsts[before] if len(proxy.firsts) > before else None
+        # the answerability check (rag/answerable.py) is a request without a stream before the answer's:
+        # the first token is the first one any request of this question streamed
+        upstream = next((t for t in proxy.firsts[before:] if t is not None), None)
         t = result["timings"]
         rows.append({"question": question, "sources_s": result["sources_s"],
                      "core_s": (t.get("embed_s", 0) + t.get("retrieve_s", 0)) if t else None,
@@ -298,7 +300,9 @@ def main():
                 print(f"  {args.clients} Clients gleichzeitig, keine Warteplätze …", file=sys.stderr, flush=True)
                 runs.append({"queue": 0, **at_once(served.url, fresh[args.clients:2 * args.clients], args.clients)})
     ok = [r for r in one if not r["error"]]
-    med = lambda key: statistics.median([r[key] for r in ok if r[key] is not None]) if ok else None  # noqa: E731
+    def med(key):
+        values = [r[key] for r in ok if r[key] is not None]
+        return statistics.median(values) if values else None
     delays = [r["delay_s"] for r in ok if r["delay_s"] is not None]
     report = {"benchmark": "web", "command": common.command_line(), "machine": info, "embedder": embedder,
               "params": {"questions": args.questions, "clients": args.clients, "np": args.np,
