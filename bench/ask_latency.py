@@ -54,10 +54,6 @@ def items(limit):
         return [json.loads(line) for line in f if line.strip()][:limit]
 
 
-def questions(limit):
-    return [item["question"] for item in items(limit)]
-
-
 def copy_wiki(source, target, pages, first=()):
     """Copy wiki/ (or `pages` pages of it: the pages in `first`, then the others in order) to target.
 
@@ -152,10 +148,11 @@ def main():
             raise SystemExit(f"Fehler: {what} nicht gefunden ({path}) – "
                              f"einrichten mit: python3 scripts/setup_llama.py")
     info = common.machine()
-    asked = questions(args.questions)
+    chosen = items(args.questions)
+    asked = [item["question"] for item in chosen]
     with tempfile.TemporaryDirectory(prefix="rag-bench-ask-") as tmp:
         tmp = Path(tmp)
-        answering = [e["file"] for item in items(args.questions) for e in item.get("expected", [])]
+        answering = [e["file"] for item in chosen for e in item.get("expected", [])]
         wiki = copy_wiki(args.wiki, tmp / "wiki", args.pages, answering)
         db, audit = str(tmp / "knowledge.db"), tmp / "audit.jsonl"
         env = {**os.environ, "LLAMA_EMBEDDING": args.embedding_bin, "RAG_EMBED_MODEL": args.model}

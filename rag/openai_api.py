@@ -79,8 +79,9 @@ def footnotes(result):
         lines += support.describe({"evidence": result["evidence"], "statements": result["support"]})
     if result.get("unsupported"):
         lines.append(factcheck.describe(result["unsupported"]))
-    if result.get("guard") and guard.describe(result["guard"]):
-        lines.append(guard.describe(result["guard"]))
+    guarded = guard.describe(result.get("guard"))  # "" when the guard found nothing
+    if guarded:
+        lines.append(guarded)
     if not result["llm_called"] and result.get("weak_evidence"):
         lines.append("(kein LLM-Aufruf: zu wenig Belege im Wiki; das sind die nächsten Kandidaten)")
     return "\n".join(lines)
