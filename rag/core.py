@@ -164,7 +164,7 @@ def retrieve(question, settings, timings, question_kind="fact"):
         raw_sources = result.sources  # the audit log hashes the wiki text as it is
         question, result.sources, masker = privacy.protect(question, result.sources, settings.pii,  # copies
                                                            settings.pii_kinds, settings.pii_keep)
-        result.pii_kept = masker.kept
+        result.pii_kept = masker.readable()
         if settings.pii == "mask":  # the search text for --explain/--json, from the masked question
             result.query_text = " ".join(german.index_text(question, conn.vocab()).split())
     finally:

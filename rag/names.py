@@ -41,7 +41,7 @@ Match = namedtuple("Match", "kind start end value")  # the same shape as rag/pri
 
 DATA = Path(__file__).resolve().parent / "data" / "vornamen.txt"
 MAX_WORDS = 3  # name words in one name (first names + surname); particles do not count
-SALUTATIONS = {"herr", "herrn", "frau", "hr.", "fr.", "hrn.", "frl."}
+SALUTATIONS = {"herr", "herrn", "frau", "hr.", "fr.", "hrn.", "frl.", "familie", "fam."}
 TITLES = {"dr.", "prof.", "professor", "professorin", "dipl.-ing.", "dipl.-kfm.", "dipl.-kff.", "dipl.-inf.",
           "dipl.-kauffrau", "dipl.-kaufmann", "dipl.", "ing.", "mag.", "med.", "rer.", "nat.", "pol.", "jur.",
           "phil.", "dr.-ing.", "dr.med.", "h.c.", "b.sc.", "m.sc.", "mba", "ll.m.", "kollege", "kollegin",
@@ -54,11 +54,11 @@ ROLE_WORDS = re.compile(r"""(?ix)
     (?:ansprech|kontakt)(?:partner|partnerin|person)(?:s|in)? | kontakt | zuständig(?:e[rn]?)? | verantwortlich(?:e[rn]?)?
   | (?:sach)?bearbeiter(?:in)? | mitarbeit(?:er|erin|ende[rn]?) | kolleg(?:e|in) | vertret(?:ung|er|erin)
   | [\w-]*leiter(?:in)? | [\w-]*leitung | [\w-]*beauftragte[rn]? | [\w-]*führer(?:in)? | [\w-]*manager(?:in)?
-  | inhaber(?:in)? | vorstand | vorsitzende[rn]? | assistent(?:in)? | techniker(?:in)? | administrator(?:in)?
+  | [\w-]*inhaber(?:in)? | vorstand | vorsitzende[rn]? | assistent(?:in)? | techniker(?:in)? | administrator(?:in)?
   | berater(?:in)? | referent(?:in)? | koordinator(?:in)? | disponent(?:in)? | fahrer(?:in)? | auszubildende[rn]?
   | azubi | praktikant(?:in)? | werkstudent(?:in)? | absender(?:in)? | empfänger(?:in)? | verfasser(?:in)?
   | autor(?:in)? | vorgesetzte[rn]? | chef(?:in)? | teilnehmer(?:in)? | antragsteller(?:in)? | bewerber(?:in)?
-  | [\w-]+meister(?:in)? | direktor(?:in)? | präsident(?:in)? | sekretär(?:in)? | minister(?:in)? | betreuer(?:in)?
+  | [\w-]+meister(?:in)? | direktor(?:in)? | director | nachbar(?:in)? | owner | ceo | cfo | cto | coo | präsident(?:in)? | sekretär(?:in)? | minister(?:in)? | betreuer(?:in)?
   | erstellt\ von | geändert\ von | vertreten\ durch | i\.\ ?a\. | i\.\ ?v\. | ppa\. | gez\.""")
 GREETINGS = re.compile(r"""(?ix)(?<![\w-])(?:
     (?:mit\ )?(?:freundlichen|besten|herzlichen|lieben|schönen|sonnigen|kollegialen|vielen)\ grüßen
@@ -71,14 +71,16 @@ FIELD_LABELS = re.compile(r"""(?x)(?<![\w-])(?:(?:Vor|Nach|Familien|Geburts|Anze
 NAME_COLUMNS = re.compile(r"(?i)^(?:name|vorname|nachname|vor- und nachname|name, vorname|ansprechpartner(?:in)?|"
                           r"ansprechperson|kontakt(?:person)?|mitarbeiter(?:in)?|mitarbeitende|person|verantwortlich|"
                           r"verantwortliche[r]?|zuständig|zuständige[r]?|vertretung|bearbeiter(?:in)?|"
-                          r"sachbearbeiter(?:in)?|teilnehmer(?:in)?|teilnehmende|empfänger(?:in)?|inhaber(?:in)?)$")
+                          r"sachbearbeiter(?:in)?|teilnehmer(?:in)?|teilnehmende|empfänger(?:in)?|inhaber(?:in)?|"
+                          r"displayname|anzeigename|cn|full ?name|rufname|familienname)$")
+SINGLE_WORD_COLUMNS = re.compile(r"(?i)^(?:vor|nach|familien|ruf|geburts|given ?|sur|last ?|first ?)name|sn$")  # a cell of one word is a name
 NOUN_ENDINGS = ("ung", "heit", "keit", "schaft", "tion", "sion", "ität", "nis", "ment", "ismus", "tum", "ie",
                 "ei", "eur", "ieren", "system", "systeme", "technik", "logistik", "informatik", "grafik", "statistik",
                 "elektronik", "mechanik", "fabrik", "politik", "klinik", "republik", "musik", "physik", "optik",
                 "keramik", "dynamik", "thematik", "logik", "kritik", "taktik", "service", "team", "gruppe",
                 "zentrum", "center", "dienst", "amt", "werk", "daten", "netz", "portal", "konto", "vertrag",
                 "programm", "ware", "gerät", "geräte", "anlage", "liste", "nummer", "adresse", "straße", "zeit",
-                "stelle", "büro", "raum", "haus", "institut", "schule", "preis")  # a word ending so is a German noun, not a name
+                "stelle", "büro", "raum", "haus", "institut", "schule", "preis", "heim", "hotel", "desk")  # a word ending so is a German noun, not a name
 STOP_WORDS = set("""
     der die das dem den des ein eine einer einem einen und oder aber auch nur noch schon bitte danke bei mit von
     für über unter nach vor seit ab an am im in zum zur aus auf bis ist sind war hat haben wird werden kann soll
@@ -104,6 +106,7 @@ STOP_WORDS = set("""
     spedition autohaus bäckerei gaststätte kanzlei praxis apotheke
 """.split())
 AFTER_NOT_PERSON = re.compile(r"(?:[ \t]+[A-ZÄÖÜ][\w&.-]*){0,2}?[ \t]*(?:&|\+|GmbH|AG\b|KG\b|OHG\b|SE\b|UG\b|e\.\s?V\.|e\.\s?K(?:fm)?\.|mbH|"
+                              r"S\.r\.l\.|S\.p\.A\.|S\.A\.|B\.V\.|N\.V\.|Ltd\b|LLC\b|Inc\b|SARL\b|Sp\.\ z|A/S\b|Oy\b|AB\b|"
                               r"Stiftung|Institut|Straße|Str\.|Weg\b|Allee|Platz|Ring\b|Schule|Gymnasium|Universität|"
                               r"Klinik|Preis|Haus\b|Verlag|Bank\b|Werke?\b)")  # "Robert Bosch GmbH", "Müller Logistik GmbH"
 BEFORE_NOT_PERSON = re.compile(r"(?i)(?:\bfirma|\bfa\.|\bmarke|\bprodukt|\bmodell|\btyp|\bspedition|\bautohaus|"
@@ -137,6 +140,8 @@ def looks_like_name(word):
 def is_noun(word):
     """A German noun by its ending or a stop word. Example: "Buchhaltung" -> True, "Hollander" -> False"""
     low = word.lower()
+    if low.endswith("nis") and low[-4:-3] in "aeiouyn" or low.endswith("ei") and low[-3:-2] in "aeiou":
+        return low in STOP_WORDS  # "Karagiannis", "Rezaei": no German -nis or -ei noun has a vowel before it
     return low in STOP_WORDS or (not is_first_name(word) and len(low) > 4 and low.endswith(NOUN_ENDINGS))
 
 
@@ -215,7 +220,7 @@ def after_salutations(text, toks):
             if i and toks[i - 1][2].lower() in SALUTATIONS | TITLES:
                 continue  # inside a run of titles: the first one already looked
             j = skip_titles(toks, i)
-            if j < len(toks) and "\n" not in text[e:toks[j][0]]:
+            if j < len(toks) and ("\n" not in text[e:toks[j][0]] or alone_on_line(text, s, toks[j - 1][1], toks[j][0])):
                 span = phrase(text, toks, j, strong=True)
                 if span:
                     yield span
@@ -225,6 +230,12 @@ def after_salutations(text, toks):
                 span = phrase(text, toks, j, strong=True)
                 if span:
                     yield span
+
+
+def alone_on_line(text, start, end, following):
+    """True when text[start:end] fills its line and `following` starts the next one ("Frau\\nAnna Weber")."""
+    line_start = text.rfind("\n", 0, start) + 1
+    return not text[line_start:start].strip() and text[end:following].strip(" \t") == "\n"
 
 
 def after_first_names(text, toks):
@@ -239,10 +250,14 @@ def after_first_names(text, toks):
             yield span
 
 
-ROLE_PHRASES = re.compile(r"(?i)(?<![\w-])(?:erstellt von|geändert von|vertreten durch|i\.\s?a\.|i\.\s?v\.)(?![\w-])")
+ROLE_PHRASES = re.compile(r"(?i)(?<![\w-])(?:erstellt von|geändert von|vertreten durch|i\.\s?a\.|i\.\s?v\.|c/o|geb\.|geborene?"
+                          r"|(?:gemeldet|angelegt|beantragt|bestellt|freigegeben|genehmigt|unterschrieben|abgeholt|"
+                          r"geprüft|übergeben|protokolliert|notiert|protokoll|notiz|gesprächsnotiz|rückruf)"
+                          r"\s+(?:von|durch|mit|an))(?![\w-])")
 ROLE_QUALIFIED = re.compile(r"[ \t]+(?:(?:für|im|in\ der|bei|vor)[ \t]+)?[\w-]+[ \t]*(?P<colon>:)[ \t]*")  # "… Vertrieb:"
 ROLE_REST = re.compile(r"[ \t]*(?P<colon>[:–-])?[ \t]*,?[ \t]*(?:(?:ist|sind|war|wird|bleibt|bleiben)[ \t]+)?")
-SIGNED = ("i.a.", "i.v.", "ppa.", "gez.")  # a signature follows these: the name may be one word
+CLAUSE_END = re.compile(r"[ \t]*(?:[,;.:()\n–]|$)")
+SIGNED = ("i.a.", "i.v.", "ppa.", "gez.", "c/o", "geb.", "geboren", "geborene")  # the name after these may be one word
 
 
 def after_roles(text, toks):
@@ -257,7 +272,10 @@ def after_roles(text, toks):
             continue
         strong = bool(rest.group("colon")) or j > i or role.lower().replace(" ", "") in SIGNED
         span = phrase(text, toks, j, strong=strong)
-        if span and (strong or " " in text[span[0]:span[1]]):
+        if not strong and not (span and " " in text[span[0]:span[1]]):
+            wide = phrase(text, toks, j, strong=True)  # two name words ending the phrase: "Bewerberin Ioana Popescu,"
+            span = wide if wide and " " in text[wide[0]:wide[1]] and CLAUSE_END.match(text, wide[1]) else None
+        if span:
             yield span
 
 
@@ -274,12 +292,17 @@ def after_greetings(text, toks):
     for m in GREETINGS.finditer(text):
         rest = re.match(r"[ \t]*(?P<sep>[,!.]?)[ \t]*(?:aus[ \t]+\w+[ \t]*)?(?P<nl>\n?)[ \t]*\n?[ \t]*"
                         r"(?:(?:i\.[ \t]?A\.|i\.[ \t]?V\.|ppa\.|gez\.|Ihr|Ihre|Dein|Deine|Euer|Eure)[ \t]+)?", text[m.end():])
-        if " " not in m.group() and not (rest.group("sep") == "," or rest.group("nl")):
+        line_start = not text[text.rfind("\n", 0, m.start()) + 1:m.start()].strip()
+        if " " not in m.group() and not (rest.group("sep") == "," or rest.group("nl") or line_start):
             continue
         i = at(toks, m.end() + rest.end())
         j = skip_titles(toks, i)
         span = phrase(text, toks, j, strong=True) if j < len(toks) else None
-        if span and (" " in text[span[0]:span[1]] or is_first_name(text[span[0]:span[1]])):
+        own_line = span and re.match(r"[ \t]*(?:\n|$)", text[span[1]:]) and ("\n" in text[m.end():span[0]] or line_start)
+        if " " not in m.group() and not (rest.group("sep") == "," or rest.group("nl") or own_line and (
+                not m.group().isupper() or span and is_first_name(text[span[0]:span[1]]))):
+            continue  # "LG Monitor UltraFine", "LG Monitor" on its line: a screen; "Gruß Piotrek", "LG Anna": names
+        if span and (" " in text[span[0]:span[1]] or is_first_name(text[span[0]:span[1]]) or own_line):
             if not re.match(r"[ \t]*(?:GmbH|AG\b|KG\b|Team\b)", text[span[1]:]):
                 yield span
 
@@ -295,14 +318,16 @@ def in_fields(text, toks):
             if j >= len(toks) or "\n" in text[start:toks[j][0]]:
                 break
             span = phrase(text, toks, j, strong=True)
-            if not span:
-                break
+            if not span or re.match(r"[ \t]*:", text[span[1]:]):
+                break  # ("…; Protokoll: Wanda": the next field's label)
             comma = re.match(r",[ \t]*", text[span[1]:])  # "Mustermann, Max"
             if comma and " " not in text[span[0]:span[1]]:
                 k = at(toks, span[1] + comma.end())
                 second = phrase(text, toks, k, strong=True) if k < len(toks) else None
                 if second and " " not in text[second[0]:second[1]] and (
-                        m.group("reverse") or is_first_name(text[second[0]:second[1]])):
+                        m.group("reverse") or is_first_name(text[second[0]:second[1]])
+                        or re.match(r"[ \t]*;", text[second[1]:]) or start == m.end() and re.match(
+                            r"[ \t]*$", text[second[1]:], re.M)):  # "Mbeki, Thandiwe; Wagner, Till"
                     span = (span[0], second[1])
             yield span
             more = re.match(r"[ \t]*(?:\([^)\n]*\)[ \t]*)?(?:,|;|\bund\b|&)[ \t]*", text[span[1]:])  # the next name
@@ -312,7 +337,7 @@ def in_fields(text, toks):
 
 
 def in_tables(text, toks):
-    """Cells of table columns titled Name, Ansprechpartner(in), Kontakt, … (Markdown or "a | b" rows)."""
+    """Cells of table columns titled Name, Ansprechpartner(in), Kontakt, … (Markdown, "a | b" or CSV rows)."""
     columns, offset = None, 0
     for line in text.split("\n"):
         cells = table_cells(line, offset)
@@ -325,6 +350,7 @@ def in_tables(text, toks):
             continue  # the |---|---| line
         if columns is None:
             columns = {n for n, t in enumerate(texts) if NAME_COLUMNS.match(t.rstrip(":").strip())}
+            surnames = {n for n in columns if SINGLE_WORD_COLUMNS.match(texts[n])}
             continue
         for n in sorted(columns):
             if n < len(cells):
@@ -339,16 +365,21 @@ def in_tables(text, toks):
                     if second and " " not in text[second[0]:second[1]] and not text[second[1]:end].strip():
                         span = (span[0], second[1])
                 if span and re.fullmatch(r"(?:[\s,;(–-].*)?", text[span[1]:end], re.S) and (
-                        j > 0 or " " in text[span[0]:span[1]] or is_first_name(text[span[0]:span[1]])):
-                    yield span  # one word alone only with a salutation or as a listed first name ("Clients" is a VLAN)
+                        j > 0 or " " in text[span[0]:span[1]] or is_first_name(text[span[0]:span[1]]) or n in surnames):
+                    yield span  # one word alone only with a salutation, as a listed first name or in a column
+                    # titled Nachname or Vorname ("Clients" in a column "Name" is a VLAN)
 
 
 def table_cells(line, offset):
-    """[(start, end, text)] of the cells of a table line ("| a | b |" or "a | b"), offsets in the whole text."""
-    if line.count("|") < 1:
+    """[(start, end, text)] of the cells of a table line ("| a | b |", "a | b", CSV "a;b", "a,b,c" or "a<TAB>b"),
+    offsets in the whole text."""
+    sep = next((c for c in "|;\t" if c in line), None)
+    if sep is None and line.count(",") >= 2 and ", " not in line:
+        sep = ","  # a CSV export: "Ahmadzai,Farid,21073 Hamburg" (prose puts a space after its commas)
+    if sep is None:
         return []
     cells, pos = [], 0
-    parts = line.split("|")
+    parts = line.split(sep)
     for n, part in enumerate(parts):
         if not ((n == 0 or n == len(parts) - 1) and not part.strip()):
             cells.append((offset + pos, offset + pos + len(part), part))
@@ -408,9 +439,147 @@ def lower_case(text, toks):
                     yield toks[j][0], toks[j][0] + len(word)
 
 
+def before_addresses(text, toks):
+    """Two or three name words right before a street, after a comma or on the line above:
+    "Priya Raghunathan, Barmbeker Stieg 4", "Kateryna Bondarenko\\nHolstenstraße 2"."""
+    from .addresses import find_streets, towns  # (imported late: rag/addresses.py imports rag/privacy.py)
+    starts = {m.start for m in find_streets(text)}
+    if not starts:
+        return
+    for i, (s, e, raw) in enumerate(toks):
+        if not raw[:1].isupper() or i and toks[i - 1][2][:1].isupper() and "\n" not in text[toks[i - 1][1]:s]:
+            continue  # a phrase starts at the first capitalised word only
+        if not re.search(r"(?:^|\n|:)[ \t]*$", text[max(0, s - 40):s]) and s:
+            continue  # the name opens its line or follows a colon ("Firma S.r.l. – Büro Deutschland\nLange Reihe 81")
+        span = phrase(text, toks, i, strong=True)
+        gap = span and re.match(r"(?:,[ \t]*|[ \t]*\n[ \t]*)", text[span[1]:])
+        if gap and span[1] + gap.end() in starts and " " in text[span[0]:span[1]] \
+                and text[span[0]:span[1]].split()[-1] not in towns():
+            yield span  # ("Lager Lüneburg, Am Hafen 3" is a place)
+
+
+REVERSED = re.compile(r"""(?m)(?:^|(?<=[|;"„“(:<]))[ \t]*(?P<name>(?P<surname>[A-ZÄÖÜ][\w'’-]+(?:[ \t][A-ZÄÖÜ][\w'’-]+)?)
+    ,[ \t]+(?P<first>[A-ZÄÖÜ][\w-]+(?:[ \t][A-ZÄÖÜ][\w-]+)?))(?=[ \t]*(?:$|[|;"“”)>,–]|[ \t]<))""", re.X)
+
+
+def reversed_names(text, toks):
+    """"Surname, First name" with a listed first name, alone in a cell, field or quotes: "Öztürk, Mehmet | Lager",
+    Von: "Demir, Yusuf" <…>."""
+    for m in REVERSED.finditer(text):
+        surname, first = m.group("surname").split(), m.group("first").split()
+        if all(is_first_name(w) for w in first) and all(looks_like_name(w) and not is_noun(w) for w in surname):
+            yield m.start("name"), m.end("name")
+
+
+MENTION = re.compile(r"(?<![\w.@])@(?P<name>[A-ZÄÖÜ][\w-]+)(?![\w.@-])(?P<colon>[ \t]*[:,])?")
+
+
+def mentions(text, toks):
+    """"@Tobias: …" (a chat or ticket mention) with a listed first name or a colon ("@Override" is Java)."""
+    for m in MENTION.finditer(text):
+        name = m.group("name")
+        if looks_like_name(name) and not is_noun(name) and (is_first_name(name) or m.group("colon")):
+            yield m.start("name"), m.end("name")
+
+
+PREPOSITIONS = {"an", "mit", "von", "für", "bei", "zu", "durch", "über", "gegenüber", "laut"}
+
+
+def after_prepositions(text, toks):
+    """A listed first name alone after a preposition: "an Svenja weitergegeben", "an Malgorzata (Lager)"."""
+    for i in range(1, len(toks)):
+        s, e, raw = toks[i]
+        if toks[i - 1][2] not in PREPOSITIONS or raw.endswith(".") or not is_first_name(raw) or \
+                not looks_like_name(raw) or raw.lower() in COMMON_LOWER:
+            continue
+        nxt = toks[i + 1][2] if i + 1 < len(toks) else ""
+        if not nxt[:1].isupper() or "\n" in text[e:toks[i + 1][0]] or nxt in STOP_WORDS:
+            yield s, e
+
+
+def initials(text, toks):
+    """An initial and a surname after a colon, comma or preposition: "Gesehen: M. Koch, 14.05."."""
+    for i in range(1, len(toks) - 1):
+        if initial(toks[i][2]) and (toks[i - 1][2] in (":", ",", "(") or toks[i - 1][2] in PREPOSITIONS):
+            word = toks[i + 1][2].rstrip(".")
+            if looks_like_name(word) and not is_noun(word) and "\n" not in text[toks[i][1]:toks[i + 1][0]] and \
+                    CLAUSE_END.match(text, toks[i + 1][0] + len(word)):
+                yield toks[i][0], toks[i + 1][0] + len(word)
+
+
+VN_SURNAMES = {"Nguyen", "Nguyễn", "Tran", "Trần", "Le", "Lê", "Pham", "Phạm", "Hoang", "Hoàng", "Huynh", "Huỳnh",
+               "Phan", "Vu", "Vũ", "Vo", "Võ", "Dang", "Đặng", "Bui", "Bùi", "Do", "Đỗ", "Ho", "Hồ", "Ngo", "Ngô",
+               "Duong", "Dương", "Ly", "Lý", "Truong", "Trương", "Dinh", "Đinh", "Mai", "Trinh", "Trịnh"}
+VN_MIDDLE = {"Van", "Văn", "Thi", "Thị", "Duc", "Đức", "Ngoc", "Ngọc", "Quang", "Minh", "Thanh", "Huu", "Hữu", "Xuan",
+             "Xuân", "Hong", "Hồng", "Kim", "Anh", "Tuan", "Tuấn", "Hoang", "Hoàng"}
+
+
+def vietnamese(text, toks):
+    """Vietnamese names, family name first: "Nguyen Thi Lan", "Dang Van Minh"."""
+    for i in range(len(toks) - 2):
+        a, b, c = toks[i], toks[i + 1], toks[i + 2]
+        if a[2] in VN_SURNAMES and b[2] in VN_MIDDLE and looks_like_name(c[2].rstrip(".")) and \
+                not is_noun(c[2].rstrip(".")) and not re.search(r"\s\n|\n", text[a[1]:c[0]]):
+            yield a[0], c[0] + len(c[2].rstrip("."))
+
+
+PERSON_VERBS = set("""sitzt saß wünscht wünschte möchte möchten wohnt wohnte fährt fuhr zieht zog wechselt wechselte
+    beginnt begann fängt kennt kannte spricht sprach telefoniert telefonierte beantragt beantragte vertritt vertrat
+    meldet meldete sagt sagte fragt fragte bittet bat ruft rief kümmert übernimmt übernahm arbeitet arbeitete
+    pendelt pendelte geht ging kommt kam freut hilft half schreibt schrieb""".split())  # (not "hat", "ist", "kann":
+# "Active Directory ist", "Google Chrome kann")
+FUNCTION_WORDS = set("""alle alles allem allen aller andere anderen anderer anderes beide beiden dasselbe derselbe
+    dieselbe dieselben diesem diesen dieser dieses jede jedem jeden jeder jedes jene jener jenes manche mancher
+    manches mehrere solche solchen viele vielen weitere weiteren weiterer weiteres wenige wenigen einige einigen
+    ohne mit gegen durch um statt trotz während wegen außer seit sobald sofern soweit falls wenn weil damit dass
+    ob als denn doch zwar sowohl weder entweder also auch außerdem dann danach darauf daher dabei dafür dagegen
+    damit darin darum davon dazu hierzu hierfür hiermit somit sonst trotzdem zudem zuerst zuletzt zunächst
+    immer nie oft selten manchmal bereits erst jetzt nun noch schon wieder sehr ganz gar etwa fast kaum nur
+    mein meine meinem meinen meiner dein deine deinem deinen deiner sein seine seinem seinen seiner ihre ihrem
+    ihren ihrer unsere unserem unseren unserer eure eurem euren eurer kein keine keinem keinen keiner keines
+    welche welchem welchen welcher welches was wer wie wo wann warum weshalb wieso woher wohin womit wofür
+    neue neuen neuer neues erste ersten erster erstes letzte letzten letzter letztes nächste nächsten gleiche
+    gleichen eigene eigenen folgende folgenden bestimmte bestimmten verschiedene verschiedenen einzelne einzelnen
+    wichtig wichtige wichtigen optional hinweis achtung tipp beispiel beispielsweise zum zur vom beim""".split())
+DEPARTMENT = re.compile(r"""[ \t]+(?:\((?:Lager|IT|EDV|HR|Einkauf|Vertrieb|Versand|Buchhaltung|Personal|Disposition|Zoll|
+    Empfang|Marketing|Logistik|Kundenservice|Verwaltung|Geschäftsführung|Finanzen|Controlling|Fuhrpark|Werkstatt|
+    [\w-]*schicht|[\w-]*abteilung|Team\ [\w-]+)\b[^)\n]{0,30}\)|(?:aus\ der|aus\ dem|vom|von\ der)\ (?:[\w-]*schicht|
+    Buchhaltung|Disposition|Verwaltung|Geschäftsführung|Personalabteilung|[\w-]*abteilung|IT|EDV|Zentrale|Filiale|
+    Niederlassung|Lager|Einkauf|Vertrieb|Versand|Team\b))""", re.X)
+
+
+def unlisted(text, toks):
+    """Two or three name words whose first name is not listed, where only a person fits: the subject of a
+    sentence with a person's verb ("Farid Ahmadi kann …", "Semhar Tesfaye wurde …"), or with a department
+    after them ("Thu Trang Vo aus der Frühschicht", "Bao Le (Lager)")."""
+    for i, (s, e, raw) in enumerate(toks):
+        if not raw[:1].isupper() or raw.isupper():
+            continue
+        sentence_start = not text[text.rfind("\n", 0, s) + 1:s].strip() or re.search(r"[.!?:;]\s+$", text[max(0, s - 3):s])
+        if i and toks[i - 1][2][:1].isupper() and not sentence_start:
+            continue  # a phrase starts at the first capitalised word only
+        span = phrase(text, toks, i, strong=True)
+        if not span or " " not in text[span[0]:span[1]] or any(w.isupper() or w.lower() in STOP_WORDS | FUNCTION_WORDS
+                                                               for w in text[span[0]:span[1]].split()):
+            continue
+        k = at(toks, span[1])
+        verb = k < len(toks) and toks[k][2] in PERSON_VERBS and sentence_start
+        if verb or DEPARTMENT.match(text, span[1]):
+            yield span
+
+
+def vocative(text, toks):
+    """A listed first name opening a line and addressed: "Felix, kannst du …", "Jonas: bitte …"."""
+    for i, (s, e, raw) in enumerate(toks[:-1]):
+        if is_first_name(raw) and looks_like_name(raw) and toks[i + 1][2] in (",", ":") and \
+                not text[text.rfind("\n", 0, s) + 1:s].strip() and raw.lower() not in COMMON_LOWER:
+            yield s, e
+
+
 COMMON_LOWER = {"andre", "andres", "eitel", "gottlob", "reiner", "rosa"}  # first names that are German words too
 CONTEXTS = (after_salutations, after_first_names, after_roles, after_greetings, in_fields, in_tables, alone,
-            in_capitals, lower_case)
+            in_capitals, lower_case, before_addresses, reversed_names, mentions, after_prepositions, initials,
+            vietnamese, unlisted, vocative)
 
 
 def find(text):
@@ -433,5 +602,9 @@ def find(text):
             before = text[max(0, m.start() - 12):m.start()]
             if all(m.end() <= ks or m.start() >= ke for ks, ke in kept) and not AFTER_ARTICLE.search(before) \
                     and not BEFORE_NOT_PERSON.search(before) and not AFTER_NOT_PERSON.match(text, m.end()):
-                kept.append((m.start(), m.end()))  # (not "Spedition Claußen e.K." after "Dieter Claußen")
+                surname = re.match(r"[ \t]+([A-ZÄÖÜ][\w'’-]+)", text[m.end():])  # "Deepak" again, as "Deepak Venkataraman"
+                end = m.end() + surname.end() if surname and looks_like_name(surname.group(1)) and not is_noun(
+                    surname.group(1)) and not AFTER_NOT_PERSON.match(text, m.end() + surname.end()) and all(
+                    m.end() + surname.end() <= ks or m.start() >= ke for ks, ke in kept) else m.end()
+                kept.append((m.start(), end))  # (not "Spedition Claußen e.K." after "Dieter Claußen")
     return [Match("NAME", s, e, text[s:e]) for s, e in sorted(kept)]

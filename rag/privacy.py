@@ -528,6 +528,11 @@ class Masker:
         self.kept += [k for k in dict.fromkeys(kept) if k not in self.kept]
         return matches
 
+    def readable(self):
+        """The kept values that stayed readable everywhere: a value kept in one source (a signature under
+        "Hotline") but masked in another (a table of persons) is masked in all, so it is not shown as kept."""
+        return [k for k in self.kept if k.value not in self.known]
+
     def placeholder(self, kind, value):
         key = (kind, normalise(kind, value))
         if key not in self.numbers:

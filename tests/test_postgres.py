@@ -163,7 +163,7 @@ def test_hnsw_candidates_are_rescored_exactly(tmp_path, pg_server):
     q = search.normalise(rows[42])
     found = pg.vector_scan(q, 10, ann=True)
     exact = pg.vector_scan(q, 10, ann=False)
-    assert (found.method, found.candidates, exact.method) == ("hnsw", postgres.ANN_CANDIDATES, "pgvector")
+    assert (found.method, found.candidates, exact.method) == ("hnsw", 10 + postgres.MARGIN, "pgvector")
     assert found.ranking[0] == exact.ranking[0]  # the vector itself, cosine 1
     scores = pg.similarities(vectors.prepare(q), [d for _, d in found.ranking])
     assert all(score == scores[d] for score, d in found.ranking)  # every score is the exact one
