@@ -303,6 +303,9 @@ def main():
     parser.add_argument("--efs", default=",".join(map(str, EFS)), help="hnsw.ef_search-Werte, kommagetrennt")
     parser.add_argument("--hnsw", default=postgres.HNSW_OPTIONS,
                         help=f"Optionen des HNSW-Index (Standard: \"{postgres.HNSW_OPTIONS}\")")
+    parser.add_argument("--build-memory", default=postgres.BUILD_MEMORY,
+                        help=f"maintenance_work_mem beim Bau des HNSW-Index (Standard: {postgres.BUILD_MEMORY}; "
+                             f"bei 1.000.000 × 384 braucht der Graph mehr)")
     parser.add_argument("--real", type=int, default=15000, help="Anzahl echter e5-Vektoren (bench/scale_corpus.py)")
     parser.add_argument("--dsn", help="PostgreSQL-Server statt eines eingebetteten (eine eigene Datenbank!)")
     parser.add_argument("--json", action="store_true", help="genau ein JSON-Objekt ausgeben")
@@ -315,6 +318,9 @@ def main():
     if not re.fullmatch(r"\s*m\s*=\s*\d+\s*,\s*ef_construction\s*=\s*\d+\s*", args.hnsw):
         raise SystemExit('Fehler: --hnsw erwartet "m = 16, ef_construction = 64"')
     postgres.HNSW_OPTIONS = args.hnsw
+    if not re.fullmatch(r"\d+[MG]B", args.build_memory):
+        raise SystemExit("Fehler: --build-memory erwartet z. B. 2GB oder 512MB")
+    postgres.BUILD_MEMORY = args.build_memory
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
     real, queries = load_real(args.real)
     header = common.header("Skalierung: SQLite und PostgreSQL, echte e5-Vektoren") + "\nBefehl: " + common.command_line()
