@@ -215,23 +215,12 @@ def after_word(text, words, pattern, kind):
 
 def in_column(text, title, pattern, kind):
     """Values of `pattern` filling a cell of a table column whose title matches `title` ("| Steuernummer |")."""
-    from .names import table_cells  # (imported late: no cycle)
-    columns, offset = None, 0
-    for line in text.split("\n"):
-        cells = table_cells(line, offset)
-        offset += len(line) + 1
-        if len(cells) < 2:
-            columns = None
-        elif columns is None:
-            columns = {n for n, (_, _, cell) in enumerate(cells) if title.fullmatch(cell.strip().rstrip(":"))}
-        else:
-            for n in sorted(columns):
-                if n < len(cells):
-                    start, end, cell = cells[n]
-                    m = pattern.fullmatch(cell.strip())
-                    if m:
-                        lead = len(cell) - len(cell.lstrip())
-                        yield m, Match(kind, start + lead, start + lead + len(m.group(0)), m.group(0))
+    from .names import column_cells  # (imported late: no cycle)
+    for _, (start, end, cell) in column_cells(text, title.fullmatch):
+        m = pattern.fullmatch(cell.strip())
+        if m:
+            lead = len(cell) - len(cell.lstrip())
+            yield m, Match(kind, start + lead, start + lead + len(m.group(0)), m.group(0))
 
 
 def find_tax_numbers(text):

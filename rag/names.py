@@ -336,38 +336,45 @@ def in_fields(text, toks):
             start = span[1] + more.end()
 
 
-def in_tables(text, toks):
-    """Cells of table columns titled Name, Ansprechpartner(in), Kontakt, … (Markdown, "a | b" or CSV rows)."""
-    columns, offset = None, 0
+def column_cells(text, is_title):
+    """(title, (start, end, cell)) for every cell below a header cell that is_title accepts, in Markdown,
+    "a | b" and CSV tables (the |---| line skipped). Example: column_cells("| Name |\\n|---|\\n| Jana Kruse |",
+    NAME_COLUMNS.match) -> [("Name", (13, 25, " Jana Kruse "))]"""
+    titles, offset = None, 0
     for line in text.split("\n"):
         cells = table_cells(line, offset)
         offset += len(line) + 1
         if len(cells) < 2:
-            columns = None
+            titles = None
             continue
         texts = [cell.strip() for _, _, cell in cells]
         if all(re.fullmatch(r":?-{2,}:?", t) for t in texts if t):
             continue  # the |---|---| line
-        if columns is None:
-            columns = {n for n, t in enumerate(texts) if NAME_COLUMNS.match(t.rstrip(":").strip())}
-            surnames = {n for n in columns if SINGLE_WORD_COLUMNS.match(texts[n])}
+        if titles is None:
+            titles = {n: t.rstrip(":").strip() for n, t in enumerate(texts) if is_title(t.rstrip(":").strip())}
             continue
-        for n in sorted(columns):
+        for n in sorted(titles):
             if n < len(cells):
-                start, end, cell = cells[n]
-                cell_toks = [(s + start, e + start, t) for s, e, t in tokens(cell)]
-                j = skip_titles(cell_toks, 0)
-                span = phrase(text, cell_toks, j, strong=True) if j < len(cell_toks) else None
-                comma = span and re.match(r",[ \t]*", text[span[1]:end])  # "Kruse, Jana" as an export writes it
-                if comma:
-                    k = at(cell_toks, span[1] + comma.end())
-                    second = phrase(text, cell_toks, k, strong=True) if k < len(cell_toks) else None
-                    if second and " " not in text[second[0]:second[1]] and not text[second[1]:end].strip():
-                        span = (span[0], second[1])
-                if span and re.fullmatch(r"(?:[\s,;(–-].*)?", text[span[1]:end], re.S) and (
-                        j > 0 or " " in text[span[0]:span[1]] or is_first_name(text[span[0]:span[1]]) or n in surnames):
-                    yield span  # one word alone only with a salutation, as a listed first name or in a column
-                    # titled Nachname or Vorname ("Clients" in a column "Name" is a VLAN)
+                yield titles[n], cells[n]
+
+
+def in_tables(text, toks):
+    """Cells of table columns titled Name, Ansprechpartner(in), Kontakt, … (Markdown, "a | b" or CSV rows)."""
+    for title, (start, end, cell) in column_cells(text, NAME_COLUMNS.match):
+        cell_toks = [(s + start, e + start, t) for s, e, t in tokens(cell)]
+        j = skip_titles(cell_toks, 0)
+        span = phrase(text, cell_toks, j, strong=True) if j < len(cell_toks) else None
+        comma = span and re.match(r",[ \t]*", text[span[1]:end])  # "Kruse, Jana" as an export writes it
+        if comma:
+            k = at(cell_toks, span[1] + comma.end())
+            second = phrase(text, cell_toks, k, strong=True) if k < len(cell_toks) else None
+            if second and " " not in text[second[0]:second[1]] and not text[second[1]:end].strip():
+                span = (span[0], second[1])
+        if span and re.fullmatch(r"(?:[\s,;(–-].*)?", text[span[1]:end], re.S) and (
+                j > 0 or " " in text[span[0]:span[1]] or is_first_name(text[span[0]:span[1]]) or
+                SINGLE_WORD_COLUMNS.match(title)):
+            yield span  # one word alone only with a salutation, as a listed first name or in a column
+            # titled Nachname or Vorname ("Clients" in a column "Name" is a VLAN)
 
 
 def table_cells(line, offset):
