@@ -57,7 +57,7 @@ ADJECTIVES = {"alte", "alter", "altes", "neue", "neuer", "neues", "große", "gro
               "äußere", "hintere", "vordere", "schöne", "weiße", "rote", "grüne", "krumme", "stille", "hohe"}
 ADJECTIVES |= {w[:-1] + ending for w in ADJECTIVES if w.endswith("e") for ending in ("en", "em")}  # "in der Großen Elbstraße"
 NOT_ADJECTIVES = {"der", "die", "das", "oder", "aber", "über", "unser", "jeder", "dieser", "einer", "keiner", "ihrer",
-                  "euer", "hier", "vier", "wieder", "immer", "später", "weiter", "unter", "hinter", "nur", "per", "oder",
+                  "euer", "hier", "vier", "wieder", "immer", "später", "weiter", "unter", "hinter", "nur", "per",
                   "neben", "unten", "oben", "vorher", "nachher", "außer", "sowieso", "danach", "daher", "seiner",
                   "meiner", "deiner", "unserer", "eurer", "ihr", "mehr", "sehr", "wer", "ander", "aller"}
 SEPARATE = r"(?:Straße|Strasse|Str\.|Weg|Allee|Platz|Ring|Damm|Chaussee|Landstraße|Heerstraße|Ufer|Steig|Markt|Tor|Brücke|Kai|Wall|Graben|Twiete|Burstah|Steinweg)"
@@ -128,8 +128,10 @@ def vat_ok(digits):
 
 
 # -- streets and towns -----------------------------------------------------------------------------
+@lru_cache(maxsize=64)
 def find_streets(text):
-    """Street + house number as written: "Hauptstraße 12a", "Am Markt 3", "Potsdamer Straße 7"."""
+    """Street + house number as written: "Hauptstraße 12a", "Am Markt 3", "Potsdamer Straße 7" (a tuple;
+    cached, because rag/names.py asks for the same text's streets as find() does)."""
     found = []
     for m in STREET.finditer(text):
         street = m.group("street")
@@ -155,7 +157,7 @@ def find_streets(text):
     for m in LOWER_ADDRESS.finditer(text):  # "bäckerbreitergang 14, 20355 hamburg" (typed in lower case)
         if m.group("street") not in NOT_STREETS:
             found.append(Match("ADRESSE", m.start(), m.end("number"), text[m.start():m.end("number")]))
-    return found
+    return tuple(found)
 
 
 def adjective(word):

@@ -58,7 +58,8 @@ ROLE_WORDS = re.compile(r"""(?ix)
   | berater(?:in)? | referent(?:in)? | koordinator(?:in)? | disponent(?:in)? | fahrer(?:in)? | auszubildende[rn]?
   | azubi | praktikant(?:in)? | werkstudent(?:in)? | absender(?:in)? | empfänger(?:in)? | verfasser(?:in)?
   | autor(?:in)? | vorgesetzte[rn]? | chef(?:in)? | teilnehmer(?:in)? | antragsteller(?:in)? | bewerber(?:in)?
-  | [\w-]+meister(?:in)? | direktor(?:in)? | director | nachbar(?:in)? | owner | ceo | cfo | cto | coo | präsident(?:in)? | sekretär(?:in)? | minister(?:in)? | betreuer(?:in)?
+  | [\w-]+meister(?:in)? | direktor(?:in)? | präsident(?:in)? | sekretär(?:in)? | minister(?:in)? | betreuer(?:in)?
+  | director | nachbar(?:in)? | owner | ceo | cfo | cto | coo
   | erstellt\ von | geändert\ von | vertreten\ durch | i\.\ ?a\. | i\.\ ?v\. | ppa\. | gez\.""")
 GREETINGS = re.compile(r"""(?ix)(?<![\w-])(?:
     (?:mit\ )?(?:freundlichen|besten|herzlichen|lieben|schönen|sonnigen|kollegialen|vielen)\ grüßen
@@ -232,10 +233,14 @@ def after_salutations(text, toks):
                     yield span
 
 
+def opens_line(text, pos):
+    """True when only blanks stand between the line's start and pos. Example: opens_line("a\\n  Anna", 4) -> True"""
+    return not text[text.rfind("\n", 0, pos) + 1:pos].strip()
+
+
 def alone_on_line(text, start, end, following):
     """True when text[start:end] fills its line and `following` starts the next one ("Frau\\nAnna Weber")."""
-    line_start = text.rfind("\n", 0, start) + 1
-    return not text[line_start:start].strip() and text[end:following].strip(" \t") == "\n"
+    return opens_line(text, start) and text[end:following].strip(" \t") == "\n"
 
 
 def after_first_names(text, toks):
@@ -292,7 +297,7 @@ def after_greetings(text, toks):
     for m in GREETINGS.finditer(text):
         rest = re.match(r"[ \t]*(?P<sep>[,!.]?)[ \t]*(?:aus[ \t]+\w+[ \t]*)?(?P<nl>\n?)[ \t]*\n?[ \t]*"
                         r"(?:(?:i\.[ \t]?A\.|i\.[ \t]?V\.|ppa\.|gez\.|Ihr|Ihre|Dein|Deine|Euer|Eure)[ \t]+)?", text[m.end():])
-        line_start = not text[text.rfind("\n", 0, m.start()) + 1:m.start()].strip()
+        line_start = opens_line(text, m.start())
         if " " not in m.group() and not (rest.group("sep") == "," or rest.group("nl") or line_start):
             continue
         i = at(toks, m.end() + rest.end())
@@ -526,7 +531,7 @@ def vietnamese(text, toks):
     for i in range(len(toks) - 2):
         a, b, c = toks[i], toks[i + 1], toks[i + 2]
         if a[2] in VN_SURNAMES and b[2] in VN_MIDDLE and looks_like_name(c[2].rstrip(".")) and \
-                not is_noun(c[2].rstrip(".")) and not re.search(r"\s\n|\n", text[a[1]:c[0]]):
+                not is_noun(c[2].rstrip(".")) and "\n" not in text[a[1]:c[0]]:
             yield a[0], c[0] + len(c[2].rstrip("."))
 
 
@@ -548,6 +553,7 @@ FUNCTION_WORDS = set("""alle alles allem allen aller andere anderen anderer ande
     neue neuen neuer neues erste ersten erster erstes letzte letzten letzter letztes nächste nächsten gleiche
     gleichen eigene eigenen folgende folgenden bestimmte bestimmten verschiedene verschiedenen einzelne einzelnen
     wichtig wichtige wichtigen optional hinweis achtung tipp beispiel beispielsweise zum zur vom beim""".split())
+NOT_NAME_WORDS = STOP_WORDS | FUNCTION_WORDS  # words that open no unlisted name
 DEPARTMENT = re.compile(r"""[ \t]+(?:\((?:Lager|IT|EDV|HR|Einkauf|Vertrieb|Versand|Buchhaltung|Personal|Disposition|Zoll|
     Empfang|Marketing|Logistik|Kundenservice|Verwaltung|Geschäftsführung|Finanzen|Controlling|Fuhrpark|Werkstatt|
     [\w-]*schicht|[\w-]*abteilung|Team\ [\w-]+)\b[^)\n]{0,30}\)|(?:aus\ der|aus\ dem|vom|von\ der)\ (?:[\w-]*schicht|
@@ -562,11 +568,11 @@ def unlisted(text, toks):
     for i, (s, e, raw) in enumerate(toks):
         if not raw[:1].isupper() or raw.isupper():
             continue
-        sentence_start = not text[text.rfind("\n", 0, s) + 1:s].strip() or re.search(r"[.!?:;]\s+$", text[max(0, s - 3):s])
+        sentence_start = opens_line(text, s) or re.search(r"[.!?:;]\s+$", text[max(0, s - 3):s])
         if i and toks[i - 1][2][:1].isupper() and not sentence_start:
             continue  # a phrase starts at the first capitalised word only
         span = phrase(text, toks, i, strong=True)
-        if not span or " " not in text[span[0]:span[1]] or any(w.isupper() or w.lower() in STOP_WORDS | FUNCTION_WORDS
+        if not span or " " not in text[span[0]:span[1]] or any(w.isupper() or w.lower() in NOT_NAME_WORDS
                                                                for w in text[span[0]:span[1]].split()):
             continue
         k = at(toks, span[1])
@@ -579,7 +585,7 @@ def vocative(text, toks):
     """A listed first name opening a line and addressed: "Felix, kannst du …", "Jonas: bitte …"."""
     for i, (s, e, raw) in enumerate(toks[:-1]):
         if is_first_name(raw) and looks_like_name(raw) and toks[i + 1][2] in (",", ":") and \
-                not text[text.rfind("\n", 0, s) + 1:s].strip() and raw.lower() not in COMMON_LOWER:
+                opens_line(text, s) and raw.lower() not in COMMON_LOWER:
             yield s, e
 
 
@@ -587,6 +593,18 @@ COMMON_LOWER = {"andre", "andres", "eitel", "gottlob", "reiner", "rosa"}  # firs
 CONTEXTS = (after_salutations, after_first_names, after_roles, after_greetings, in_fields, in_tables, alone,
             in_capitals, lower_case, before_addresses, reversed_names, mentions, after_prepositions, initials,
             vietnamese, unlisted, vocative)
+
+
+def with_surname(text, start, end, kept):
+    """The end of a name found again, taking a surname right after it: "Deepak" again as "Deepak Venkataraman"
+    (not into a firm: "Malhotra Freight Forwarding Ltd", nor into another name already kept)."""
+    surname = re.match(r"[ \t]+([A-ZÄÖÜ][\w'’-]+)", text[end:])
+    if not surname or not looks_like_name(surname.group(1)) or is_noun(surname.group(1)):
+        return end
+    longer = end + surname.end()
+    if AFTER_NOT_PERSON.match(text, longer) or not all(longer <= ks or start >= ke for ks, ke in kept):
+        return end
+    return longer
 
 
 def find(text):
@@ -609,9 +627,6 @@ def find(text):
             before = text[max(0, m.start() - 12):m.start()]
             if all(m.end() <= ks or m.start() >= ke for ks, ke in kept) and not AFTER_ARTICLE.search(before) \
                     and not BEFORE_NOT_PERSON.search(before) and not AFTER_NOT_PERSON.match(text, m.end()):
-                surname = re.match(r"[ \t]+([A-ZÄÖÜ][\w'’-]+)", text[m.end():])  # "Deepak" again, as "Deepak Venkataraman"
-                end = m.end() + surname.end() if surname and looks_like_name(surname.group(1)) and not is_noun(
-                    surname.group(1)) and not AFTER_NOT_PERSON.match(text, m.end() + surname.end()) and all(
-                    m.end() + surname.end() <= ks or m.start() >= ke for ks, ke in kept) else m.end()
-                kept.append((m.start(), end))  # (not "Spedition Claußen e.K." after "Dieter Claußen")
+                kept.append((m.start(), with_surname(text, m.start(), m.end(), kept)))
+                # (not "Spedition Claußen e.K." after "Dieter Claußen")
     return [Match("NAME", s, e, text[s:e]) for s, e in sorted(kept)]
