@@ -1,7 +1,8 @@
-"""Talking to a running llama-server: health, chat template, streamed completions.
+"""Talking to a running llama-server: health, chat template, streamed completions, short JSON answers.
 
     for piece in stream_answer("http://127.0.0.1:8080", prompt, chat=False, max_tokens=160):
         print(piece, end="")
+    complete_json(url, messages, {"type": "array", "items": {"type": "string"}}, 40)   # -> ["Quota", …]
 
 `/v1/chat/completions` when the model has a chat template (the server applies it), else the
 post's plain prompt on `/v1/completions`, where a small base model rambles and repeats itself:
@@ -51,10 +52,11 @@ def auth_headers(api_key):
     return {"Authorization": f"Bearer {api_key}"} if api_key else {}
 
 
-def get_json(url, path, timeout=CONNECT_TIMEOUT, api_key=None, missing=False):
-    """GET url+path as JSON; `missing=True`: None for 404 (an endpoint only llama-server has)."""
+def send(method, url, path, timeout, api_key=None, **kwargs):
+    """One request, not streamed; unreachable, silent, key refused, model loading: LLMError (one line)."""
     try:
-        response = requests.get(url.rstrip("/") + path, headers=auth_headers(api_key), timeout=(CONNECT_TIMEOUT, timeout))
+        response = requests.request(method, url.rstrip("/") + path, headers=auth_headers(api_key),
+                                    timeout=(CONNECT_TIMEOUT, timeout), **kwargs)
     except requests.ConnectionError:
         raise LLMError(f"llama-server unter {url} nicht erreichbar – {hint_start(url)}")
     except requests.Timeout:
@@ -63,6 +65,12 @@ def get_json(url, path, timeout=CONNECT_TIMEOUT, api_key=None, missing=False):
         raise LLMError(f"Server unter {url}: {AUTH_HINT}")
     if response.status_code == 503:
         raise LLMError(f"llama-server unter {url} lädt noch das Modell – kurz warten und erneut fragen")
+    return response
+
+
+def get_json(url, path, timeout=CONNECT_TIMEOUT, api_key=None, missing=False):
+    """GET url+path as JSON; `missing=True`: None for 404 (an endpoint only llama-server has)."""
+    response = send("GET", url, path, timeout, api_key)
     if missing and response.status_code in (404, 405):
         return None
     if path == "/health" and response.status_code == 200:
@@ -208,3 +216,33 @@ def stream_pieces(url, prompt, chat, max_tokens, timings, api_key, model_name, p
             raise LLMError(f"llama-server antwortete {READ_TIMEOUT} s lang nicht – Server prüfen")
         if not done:
             raise LLMError("Antwort von llama-server endete ohne [DONE] – unvollständig; Server-Log prüfen")
+
+
+SEED = 42  # fixed sampling seed for short structured calls: the same question gives the same output
+SHORT_TIMEOUT = 30  # seconds a short structured call (search phrases, a rewritten question) may take
+
+
+def complete_json(url, messages, schema, max_tokens, api_key=None, model_name=None, timeout=SHORT_TIMEOUT):
+    """One chat completion whose text must follow a JSON schema; returns the parsed JSON.
+
+    The schema goes out as OpenAI's `response_format` (llama-server turns it into a grammar, so the
+    text always parses); temperature 0 and a fixed seed make the answer repeatable.
+    Example: messages [{"role": "user", "content": "Drei Farben"}], {"type": "array", …} -> ["rot", "grün", "blau"]
+    """
+    body = {"messages": messages, "max_tokens": max_tokens, "temperature": TEMPERATURE, "seed": SEED,
+            "cache_prompt": True, "stream": False,
+            "response_format": {"type": "json_schema", "json_schema": {"name": "antwort", "schema": schema}}}
+    if model_name:
+        body["model"] = model_name
+    response = send("POST", url, "/v1/chat/completions", timeout, api_key, json=body)
+    if response.status_code != 200:
+        try:
+            detail = error_text(response.json())
+        except ValueError:
+            detail = response.text[:200]
+        raise LLMError(f"llama-server meldet HTTP {response.status_code}: {detail} – Server-Log prüfen")
+    try:
+        text = response.json()["choices"][0]["message"]["content"]
+        return json.loads(text)
+    except (ValueError, KeyError, IndexError, TypeError):
+        raise LLMError(f"llama-server unter {url} lieferte kein gültiges JSON nach Schema – Server-Version prüfen")

@@ -19,9 +19,12 @@ mode   ok          the answer, as above
        stall       headers and the first half of the answer, then silence until the `with` ends
 
 A request with "stream": false is the answerability check (rag/answerable.py): one token, "Ja" or
-"Nein", with top_logprobs that give "Ja" the probability p_yes.
+"Nein", with top_logprobs that give "Ja" the probability p_yes. One with "stream": false and a
+"response_format" (rag/llm.py complete_json: search phrases, a rewritten follow-up) gets one JSON
+body whose message content is the next of `replies` (the last one repeats), e.g.
+FakeLlamaServer(replies=['["Quota erhöhen"]']), as llama-server answers under a JSON schema.
 
-Does not handle: non-streaming requests, tokenisation, anything the scripts do not call.
+Does not handle: tokenisation, anything the scripts do not call.
 """
 import json
 import math
@@ -40,9 +43,10 @@ TIMINGS = {"cache_n": 0, "prompt_n": 120, "prompt_ms": 80.0, "prompt_per_token_m
 
 
 class FakeLlamaServer:
-    def __init__(self, answer=("Mit cyradm", " [1]."), mode="ok", health=200, template=FALLBACK_TEMPLATE, p_yes=0.9):
+    def __init__(self, answer=("Mit cyradm", " [1]."), mode="ok", health=200, template=FALLBACK_TEMPLATE, p_yes=0.9,
+                 replies=("[]",)):
         self.answer, self.mode, self.health, self.template = list(answer), mode, health, template
-        self.p_yes = p_yes
+        self.p_yes, self.replies = p_yes, list(replies)
         self.requests = []  # {"method", "path", "body"} in arrival order
         self.streaming = threading.Event()  # set when a completion request arrived
         self.release = threading.Event()  # ends a stall
@@ -55,7 +59,12 @@ class FakeLlamaServer:
 
     def checks(self):
         """The answerability checks (not streamed), in order."""
-        return [r for r in self.requests if r["path"].endswith("completions") and not r["body"].get("stream", True)]
+        return [r for r in self.requests if r["path"].endswith("completions") and not r["body"].get("stream", True)
+                and "response_format" not in r["body"]]
+
+    def structured(self):
+        """The requests under a JSON schema (search phrases, rewritten follow-ups), in order."""
+        return [r for r in self.requests if r["path"].endswith("completions") and "response_format" in r["body"]]
 
     def __enter__(self):
         threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
@@ -129,6 +138,11 @@ def make_handler(fake):
             if fake.mode == "http-500":
                 return self.send_json(500, {"error": {"code": 500, "message": "failed to decode the batch",
                                                       "type": "server_error"}})
+            if "response_format" in body:
+                reply = fake.replies[min(len(fake.structured()) - 1, len(fake.replies) - 1)]
+                return self.send_json(200, {"choices": [{"index": 0, "finish_reason": "stop",
+                                                         "message": {"role": "assistant", "content": reply}}],
+                                            "model": MODEL_PATH, "object": "chat.completion", "timings": TIMINGS})
             if not body.get("stream", True):
                 return self.send_json(200, check_answer(fake.p_yes))
             self.send_response(200)
