@@ -274,6 +274,66 @@ def whole_sections(index, sources, max_chars=SECTION_MAX):
     return out
 
 
+def retrieve_fused(index, queries, weights, top_k=4, max_per_file=MAX_PER_FILE, comparable=COMPARABLE, chooser=None,
+                   **options):
+    """retrieve() for the question and its expansions, fused by weighted RRF, then the per-file cap.
+    queries: [(text, vector or None)], the question first; weights: one per text; options: as for retrieve().
+    One text and no chooser: exactly retrieve().
+
+    Hybrid: a chunk's score is the sum of weight × its RRF score for each text, i.e. one RRF over the
+    lexical and vector rankings of all texts (a text whose words match nothing adds little);
+    vector or lexical mode: RRF over each text's positions. Ties by (path, chunk_index). The question's
+    own Retrieval carries the result (search text, coverage, cosines to the question); a chunk that an
+    expansion found gets ranks["expanded"] (its best rank there). Floor: weak only when every text is weak.
+    chooser(ranked sources) -> (doc ids, weight): one more ranking, added by RRF (rag/expand.py: the
+    model's choice among the first results); a chosen chunk gets ranks["chosen"].
+    Example: [("Postfach voll, was tun?", v0), ("Quota erhöhen", v1)], [1.0, 0.5]
+             -> Retrieval(sources=[Source(heading="… › Quota erhöhen", ranks={"lexical": 4, "expanded": 1}), …])
+    """
+    if len(queries) == 1 and chooser is None:
+        return retrieve(index, *queries[0], top_k=top_k, max_per_file=max_per_file, comparable=comparable, **options)
+    index = store.as_store(index)
+    found = [retrieve(index, text, vec, top_k=top_k, max_per_file=max_per_file, comparable=comparable,
+                      capped=False, **options) for text, vec in queries]
+    if found[0].mode == "hybrid":  # each score is RRF over the text's own rankings already: add them up
+        scores = {}
+        for r, weight in zip(found, weights):
+            for source in r.sources:
+                scores[source.doc_id] = scores.get(source.doc_id, 0.0) + weight * source.score
+    else:  # cosines and BM25 scores of different texts do not add up: RRF over the positions
+        scores = fuse({n: [(0, s.doc_id) for s in r.sources] for n, r in enumerate(found)}, dict(enumerate(weights)))
+    result, chunks, expanded = found[0], {}, {}  # expanded: doc id -> best rank in an expansion's list
+    for n, r in enumerate(found):
+        for rank, source in enumerate(r.sources, start=1):
+            if source.doc_id not in chunks:  # the question's own Source first
+                chunks[source.doc_id] = source
+                if n:  # found only by an expansion: its ranks and cosine were for the expansion's text
+                    source.ranks, source.cosine = {}, None
+            if n:
+                expanded[source.doc_id] = min(rank, expanded.get(source.doc_id, rank))
+    for doc_id, source in chunks.items():
+        source.score = scores[doc_id]
+        if doc_id in expanded:
+            source.ranks["expanded"] = expanded[doc_id]
+    ordered = sorted(chunks.values(), key=lambda s: (-s.score, s.path, s.chunk_index))
+    if chooser is not None:
+        chosen, weight = chooser(cap_per_file(ordered, len(ordered), max_per_file, comparable))
+        for rank, doc_id in enumerate(chosen, start=1):
+            chunks[doc_id].score += weight / (RRF_K + rank)
+            chunks[doc_id].ranks["chosen"] = rank
+        ordered = sorted(chunks.values(), key=lambda s: (-s.score, s.path, s.chunk_index))
+    result.sources = cap_per_file(ordered, top_k, max_per_file, comparable)
+    qvec = queries[0][1]
+    if qvec is not None:  # cosine to the question for every final source
+        missing = index.similarities(normalise(qvec), [s.doc_id for s in result.sources if s.cosine is None])
+        for source in result.sources:
+            if source.cosine is None:
+                source.cosine = missing.get(source.doc_id)
+    result.weak = all(r.weak for r in found)
+    result.weak_reason = result.weak_reason if result.weak else ""
+    return result
+
+
 def judge(result, floor_cosine, reject_cosine=None):
     """Set result.weak when the wiki evidence is too thin to ask the LLM.
 
@@ -334,12 +394,13 @@ def index_settings(meta, vector_weight=None, floor_cosine=None, reject_cosine=No
 
 
 def retrieve(index, question, qvec, mode="hybrid", top_k=4, max_per_file=MAX_PER_FILE, floor_cosine=None,
-             vector_weight=VECTOR_WEIGHT, comparable=COMPARABLE, reject_cosine=None, under=None, ann=None):
+             vector_weight=VECTOR_WEIGHT, comparable=COMPARABLE, reject_cosine=None, under=None, ann=None, capped=True):
     """Rank the chunks for a question. qvec may be None in lexical mode.
 
     index: a store (rag/store.py; a bare sqlite3 connection works too).
     under: only chunks of pages below this folder ("mail/"); the word weights stay the whole index's.
     ann: None = the store decides by size, True = HNSW preselection (PostgreSQL), False = exact.
+    capped=False: every candidate in rank order, no per-file cap, no top_k, no cosine filled in (retrieve_fused).
     """
     assert mode in MODES, mode
     index = store.as_store(index)
@@ -385,8 +446,8 @@ def retrieve(index, question, qvec, mode="hybrid", top_k=4, max_per_file=MAX_PER
         ordered = sorted(sources.values(), key=lambda s: (-s.score, s.path, s.chunk_index))
     else:  # the mode's own order (the lexical cascade is not sorted by BM25 alone)
         ordered = [sources[doc_id] for _, doc_id in rankings.get(mode, [])]
-    result.sources = cap_per_file(ordered, top_k, max_per_file, comparable)
-    if qvec is not None and mode == "hybrid":  # cosine for the final sources even if outside the vector top
+    result.sources = cap_per_file(ordered, top_k, max_per_file, comparable) if capped else ordered
+    if capped and qvec is not None and mode == "hybrid":  # cosine for the final sources even if outside the vector top
         missing = index.similarities(qvec, [s.doc_id for s in result.sources if s.cosine is None])
         for source in result.sources:
             if source.cosine is None:
