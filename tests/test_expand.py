@@ -1,0 +1,230 @@
+"""rag/expand.py: what is cut, what counts as a follow-up, what the model is asked and what comes back.
+
+The model is a function here (`ask(messages, schema, max_tokens)` -> parsed JSON) that records its
+calls, so every test can see exactly what would have gone to the server.
+"""
+import types
+
+import pytest
+
+from rag import expand, privacy, search
+
+MAILBOX = [{"role": "user", "content": "Wie lege ich in Cyrus IMAP eine neue Mailbox an?"},
+           {"role": "assistant", "content": "Mit cyradm: cm user/vorname.nachname [1]."}]
+
+
+class Model:
+    """A fake model: returns the replies in order (an Exception is raised), records every call."""
+
+    def __init__(self, *replies):
+        self.replies, self.calls = list(replies), []
+
+    def __call__(self, messages, schema, max_tokens):
+        self.calls.append({"messages": messages, "schema": schema, "max_tokens": max_tokens})
+        reply = self.replies.pop(0)
+        if isinstance(reply, Exception):
+            raise reply
+        return reply
+
+    def sent(self):
+        return "\n".join(m["content"] for call in self.calls for m in call["messages"])
+
+
+LONG = ("Hallo zusammen, seit heute frueh ploppt bei mir im Mailprogramm dauernd so ne gelbe Warnung auf, dass "
+        "mein Speicher fast am Ende ist, und eine Kundin hat grad angerufen und meinte, ihre Mail von gestern waere "
+        "bei mir nie angekommen. Ich hab echt keine Zeit fuer sowas, wir haben Monatsabschluss. Wie schaffe ich am "
+        "schnellsten wieder Platz, ohne dass ich was Wichtiges wegwerfe? Danke euch, Birgit aus der Buchhaltung")
+
+
+def test_a_long_message_is_cut_to_what_it_asks():
+    assert expand.question_part(LONG) == "Wie schaffe ich am schnellsten wieder Platz, ohne dass ich was Wichtiges wegwerfe?"
+
+
+def test_a_long_message_without_question_mark_loses_only_greeting_and_sign_off():
+    text = "Moin, " + " ".join(["das Postfach ist voll"] * 16) + ". Danke, Birgit"
+    cut = expand.question_part(text)
+    assert not cut.startswith("Moin") and "Danke" not in cut and cut.startswith("das Postfach ist voll")
+
+
+def test_a_short_question_stays_as_it_is():
+    question = "Hallo, wie lege ich eine Mailbox an? Danke"
+    assert expand.question_part(question) == question
+
+
+@pytest.mark.parametrize("question", [
+    "Und wie lösche ich sie wieder?", "Und nachts?", "Geht das auch unter Linux?", "Wann wird das überprüft?",
+    "Brauche ich die auch im Büro?", "Welche Rechte bekommt das Team dann?", "Wie komme ich an eins davon?",
+    "Reicht dafür eine E-Mail?", "und wenn ich das aus Versehen gemacht habe?"])
+def test_follow_ups_need_the_history(question):
+    assert expand.needs_context(question)
+
+
+@pytest.mark.parametrize("question", [
+    "Wie lege ich in Cyrus IMAP eine neue Mailbox an?", "Wie lange dauert das Anlegen einer Mailbox in Cyrus?",
+    "Welche Pakete brauche ich für das VPN unter Ubuntu?", "Können Sie mir die Quota der Mailbox erhöhen?",
+    "Wer darf Verträge mit IT-Dienstleistern kündigen?"])
+def test_standalone_questions_do_not(question):
+    assert not expand.needs_context(question)
+
+
+def test_without_history_and_expansion_the_model_is_not_asked():
+    model = Model()
+    searched = expand.prepare("Und wie lösche ich sie wieder?", [], expand=False, ask=model)
+    assert model.calls == [] and searched.question == "Und wie lösche ich sie wieder?" and not searched.rewritten
+
+
+def test_a_standalone_question_in_a_conversation_is_not_rewritten():
+    model = Model()
+    searched = expand.prepare("Welche Pakete brauche ich für das VPN unter Ubuntu?", MAILBOX, ask=model)
+    assert model.calls == [] and not searched.rewritten
+
+
+def test_a_follow_up_is_rewritten_from_the_last_two_turns_only():
+    old = [{"role": "user", "content": "Welcher Drucker kann A3?"}, {"role": "assistant", "content": "PR-204 [1]."}]
+    model = Model("Wie lösche ich eine Mailbox in Cyrus IMAP wieder?")
+    searched = expand.prepare("Und wie lösche ich sie wieder?", old + MAILBOX + MAILBOX[:1], ask=model)
+    assert searched.question == "Wie lösche ich eine Mailbox in Cyrus IMAP wieder?" and searched.rewritten
+    assert searched.original == "Und wie lösche ich sie wieder?" and "rewrite_s" in searched.timings
+    (call,) = model.calls
+    assert call["schema"] == expand.REWRITE_SCHEMA and call["messages"][0]["content"] == expand.REWRITE_SYSTEM
+    user = call["messages"][1]["content"]
+    assert "Letzte Frage: Und wie lösche ich sie wieder?" in user and "Mailbox" in user and "A3" not in user
+
+
+def test_expansion_asks_for_phrases_of_the_question_part_and_weighs_them_below():
+    model = Model(["Quota erhöhen", "quota erhöhen", "Mailbox voll", LONG, "Speicher"])
+    searched = expand.prepare(LONG, expand=True, ask=model)
+    assert searched.method == expand.METHOD == "phrases"
+    assert searched.expansions == ["Quota erhöhen", "Mailbox voll", "Speicher"][:expand.N_PHRASES]
+    assert searched.weights == [1.0] + [expand.EXPANSION_WEIGHT] * len(searched.expansions)
+    assert all(w < 1.0 for w in searched.weights[1:])
+    (call,) = model.calls
+    assert call["schema"] == expand.PHRASES_SCHEMA and call["schema"]["maxItems"] == expand.N_PHRASES
+    assert call["messages"][1]["content"] == expand.question_part(LONG) != LONG
+
+
+def test_a_rewritten_follow_up_is_expanded_too():
+    model = Model("Wie lösche ich eine Mailbox in Cyrus IMAP?", ["Mailbox löschen", "cyradm dm"])
+    searched = expand.prepare("Und wie lösche ich sie?", MAILBOX, expand=True, ask=model)
+    assert searched.question == "Wie lösche ich eine Mailbox in Cyrus IMAP?"
+    assert searched.expansions == ["Mailbox löschen", "cyradm dm"]
+    assert model.calls[1]["messages"][1]["content"] == "Wie lösche ich eine Mailbox in Cyrus IMAP?"
+
+
+def test_a_failing_model_leaves_the_question_and_one_warning():
+    model = Model(expand.ModelError("llama-server unter http://127.0.0.1:9 nicht erreichbar – starten mit: …"))
+    searched = expand.prepare("Und wie lösche ich sie?", MAILBOX, expand=True, ask=model)
+    assert searched.question == "Und wie lösche ich sie?" and searched.expansions == [] and searched.weights == [1.0]
+    assert "nicht erreichbar" in searched.warning and "\n" not in searched.warning
+    assert len(model.calls) == 1  # after the first failure the model is not asked again
+
+
+def test_personal_data_never_reaches_the_model_but_stays_in_the_search():
+    model = Model("Wem gehört die Nummer [TELEFON 1] im Telefonbuch?", ["Telefonbuch [TELEFON 1]"])
+    history = [{"role": "user", "content": "Wer hat die Durchwahl 040 1234567?"}, {"role": "assistant", "content": "-"}]
+    searched = expand.prepare("Und wem gehört 030 23125123?", history, expand=True, ask=model)
+    assert "23125123" not in model.sent() and "1234567" not in model.sent()
+    assert searched.question == "Wem gehört die Nummer 030 23125123 im Telefonbuch?"
+    assert searched.expansions == ["Telefonbuch 030 23125123"]
+    assert "[TELEFON 1]" in searched.masked(privacy.Masker()).question
+
+
+def test_model_output_that_is_no_list_gives_no_phrases():
+    assert expand.phrases("Wie lege ich eine Mailbox an?", Model({"x": 1})) == []
+
+
+def test_recent_keeps_the_last_two_turns_and_cuts_long_messages():
+    history = [{"role": "user", "content": f"Frage {n}"} for n in range(6)]
+    history.append({"role": "assistant", "content": "x" * 2000})
+    lines = expand.recent(history).splitlines()
+    assert lines[0] == "Frage: Frage 3" and len(lines) == 4
+    assert lines[-1] == "Antwort: " + "x" * expand.HISTORY_CHARS
+
+
+def test_a_value_the_model_copies_from_the_history_comes_back_too():
+    model = Model("Wer hat die Durchwahl [TELEFON 2] vor [TELEFON 1]?")
+    history = [{"role": "user", "content": "Wer hat die Durchwahl 040 1234567?"}, {"role": "assistant", "content": "-"}]
+    searched = expand.prepare("Und wer hatte sie vor 030 23125123?", history, ask=model)
+    assert "1234567" not in model.sent() and searched.question == "Wer hat die Durchwahl 040 1234567 vor 030 23125123?"
+
+
+def test_off_means_the_model_is_never_asked_and_nothing_is_shown():
+    model = Model()
+    searched = expand.prepare("Und wie lösche ich sie wieder?", [], expand=None, ask=model)
+    assert model.calls == [] and searched.method is None and expand.shown(searched, privacy.Masker()) is None
+    assert expand.json_field(None) == {} and expand.texts("Frage?", searched) == expand.texts("Frage?") == ["Frage?"]
+
+
+def settings(**changes):
+    """The fields of rag/core.py Settings that rag/expand.py reads."""
+    fields = dict(server="http://127.0.0.1:9", api_key=None, llm_model_name=None, expand=None, rewrite=False,
+                  pii="mask", pii_kinds=None, pii_keep=())
+    return types.SimpleNamespace(**{**fields, **changes})
+
+
+def test_prepare_for_reads_the_history_only_with_rewrite(monkeypatch):
+    model = Model("Wie lösche ich eine Mailbox in Cyrus IMAP wieder?")
+    monkeypatch.setattr(expand, "asker", lambda *args: model)
+    plain = expand.prepare_for("Und wie lösche ich sie wieder?", MAILBOX, settings())
+    assert model.calls == [] and plain.question == plain.original and not plain.rewritten
+    searched = expand.prepare_for("Und wie lösche ich sie wieder?", MAILBOX, settings(rewrite=True))
+    assert len(model.calls) == 1 and searched.rewritten and searched.method is None
+
+
+def test_choose_asks_nothing_before_the_search():
+    model = Model()
+    searched = expand.prepare("Mein Postfach ist voll, was tun?", expand="choose", ask=model)
+    assert model.calls == [] and searched.method == "choose" and searched.expansions == []
+
+
+def source(doc_id, path, heading):
+    return search.Source(doc_id, path, 0, heading, "Text", [])
+
+
+SOURCES = [source(1, "mail/quota.md", "Quota › Quota › Warnungen"), source(2, "mail/quota.md", "Quota › Quota › Warnungen"),
+           source(3, "vpn.md", "VPN"), source(4, "mail/quota.md", "Quota › Quota erhöhen"), source(5, "leer.md", "")]
+
+
+def test_candidates_are_the_first_distinct_headings_as_page_and_section():
+    assert [(text, s.doc_id) for text, s in expand.candidates(SOURCES)] == [
+        ("Quota › Warnungen", 1), ("VPN", 3), ("Quota › Quota erhöhen", 4), ("leer.md", 5)]
+    assert len(expand.candidates(SOURCES, limit=2)) == 2
+
+
+@pytest.mark.parametrize("reply, chosen", [([3, 1], [4, 1]), ([3, 3, 9, "2"], [4]), ({"x": 1}, [])])
+def test_the_choice_keeps_valid_numbers_once_in_order(reply, chosen):
+    listed = expand.candidates(SOURCES)
+    model = Model(reply)
+    assert [s.doc_id for _, s in expand.choose("Postfach voll?", listed, model)] == chosen
+    (call,) = model.calls
+    assert call["schema"]["items"]["maximum"] == len(listed) and call["schema"]["maxItems"] == expand.N_CHOSEN
+    assert call["messages"][1]["content"].endswith("\n1. Quota › Warnungen\n2. VPN\n3. Quota › Quota erhöhen\n4. leer.md")
+
+
+def test_the_chooser_records_its_choice_and_gives_its_weight():
+    searched = expand.prepare("Mein Postfach ist voll", expand="choose")
+    pick = expand.chooser(searched, Model([3]))
+    assert pick(SOURCES) == ([4], expand.CHOSEN_WEIGHT)
+    assert searched.chosen == ["Quota › Quota erhöhen"] and "choose_s" in searched.timings
+
+
+def test_a_failing_chooser_leaves_the_ranking_and_one_warning():
+    searched = expand.prepare("Mein Postfach ist voll", expand="choose")
+    model = Model(expand.ModelError("llama-server unter http://127.0.0.1:9 nicht erreichbar"))
+    pick = expand.chooser(searched, model)
+    assert pick(SOURCES) == ([], 0.0) and "nicht erreichbar" in searched.warning
+    assert pick(SOURCES) == ([], 0.0) and len(model.calls) == 1  # not asked again
+
+
+def test_the_chooser_shows_the_model_no_personal_data():
+    searched = expand.prepare("Wer hat 030 23125123?", expand="choose")
+    model = Model([1])
+    expand.chooser(searched, model)([source(1, "telefon.md", "Telefon › Durchwahl 040 1234567")])
+    assert "23125123" not in model.sent() and "1234567" not in model.sent() and "[TELEFON 1]" in model.sent()
+    assert searched.chosen == ["Telefon › Durchwahl 040 1234567"]
+    assert searched.masked(privacy.Masker()).chosen == ["Telefon › Durchwahl [TELEFON 2]"]  # 1: the question's
+
+
+def test_asker_turns_a_server_failure_into_a_model_error():
+    with pytest.raises(expand.ModelError, match="nicht erreichbar"):
+        expand.asker("http://127.0.0.1:9")([{"role": "user", "content": "x"}], {"type": "string"}, 5)
