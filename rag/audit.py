@@ -28,7 +28,8 @@ def sha256(text):
 
 def entry(result, raw_sources, meta, server):
     """The audit line of one answer (a rag/core.py Answer): what was asked, what the model saw (hashed),
-    what it answered, every check. raw_sources: the sources before masking, so a hash matches the wiki."""
+    what it answered, every check. raw_sources: the sources before masking, so a hash matches the wiki.
+    With a rewritten follow-up or --expand, "searched" holds the original question next to what was searched."""
     r = result.retrieval
     return {
         "time": datetime.now(timezone.utc).isoformat(timespec="seconds"), "question": result.question,
@@ -40,7 +41,8 @@ def entry(result, raw_sources, meta, server):
         "prompt_sha256": sha256(result.prompt) if result.prompt else None, "answer": result.text,
         "kind": result.kind, "answerable": result.answerable, "citations": result.citations,
         "evidence": result.evidence, "support": result.support, "unsupported": result.unsupported,
-        "guard": result.guard, "timings": result.timings}
+        "guard": result.guard, "timings": result.timings,
+        **({"searched": result.searched.as_json()} if result.searched else {})}
 
 
 def append(path, entry):
@@ -71,8 +73,9 @@ def describe_timings(t):
     Example: {"embed_s": 0.1, "first_token_s": 0.4, "predicted_n": 42, "predicted_ms": 2100}
     -> "Einbetten 0.1 s · erstes Token 0.4 s · 42 Tokens in 2.1 s"
     """
-    parts = [f"{label} {t[key]} s" for key, label in (("embed_s", "Einbetten"), ("retrieve_s", "Suche"),
-                                                       ("first_token_s", "erstes Token")) if key in t]
+    parts = [f"{label} {t[key]} s" for key, label in (
+        ("rewrite_s", "Umschreiben"), ("expand_s", "Erweitern"), ("embed_s", "Einbetten"), ("retrieve_s", "Suche"),
+        ("choose_s", "Auswahl"), ("first_token_s", "erstes Token")) if key in t]
     if "predicted_n" in t:
         parts.append(f"{t['predicted_n']} Tokens in {t.get('predicted_ms', 0) / 1000:.1f} s")
     return " · ".join(parts) or "-"
@@ -97,6 +100,23 @@ def guard_line(report):
     return ", ".join(parts) or "nichts gefunden"
 
 
+def searched_lines(searched):
+    """What rag/expand.py changed about the search, as lines of show().
+
+    Example: {"original": "Und wie lösche ich sie?", "rewritten": True, "expansions": ["Mailbox löschen"], …}
+             -> ["Gestellt:  Und wie lösche ich sie?", "Erweitert: Mailbox löschen"]
+    """
+    if not searched:
+        return []
+    lines = [f"Gestellt:  {searched['original']}"] if searched.get("rewritten") else []
+    for key, label in (("expansions", "Erweitert"), ("chosen", "Gewählt")):
+        if searched.get(key):
+            lines.append(f"{label}: {' · '.join(searched[key])}")
+    if searched.get("warning"):
+        lines.append(f"Warnung:   {searched['warning']}")
+    return lines
+
+
 def show(path, number):
     """Entry `number` (1 = oldest, -1 = newest) as readable German text."""
     entries = read(path)
@@ -104,11 +124,12 @@ def show(path, number):
         raise SystemExit(f"Fehler: Eintrag {number} gibt es nicht – das Audit-Log hat {len(entries)} Einträge.")
     e = entries[number - 1 if number > 0 else number]
     lines = [f"Zeit:      {e.get('time')}",
-             f"Frage:     {e.get('question')}",
-             f"Server:    {e.get('server')} (Modell {e.get('model')})",
-             f"Suche:     {e.get('mode')}, Stufe {e.get('strategy')}",
-             f"Prompt:    sha256 {e.get('prompt_sha256')}",
-             "Quellen:"]
+             f"Frage:     {e.get('question')}"]
+    lines += searched_lines(e.get("searched"))
+    lines += [f"Server:    {e.get('server')} (Modell {e.get('model')})",
+              f"Suche:     {e.get('mode')}, Stufe {e.get('strategy')}",
+              f"Prompt:    sha256 {e.get('prompt_sha256')}",
+              "Quellen:"]
     for n, chunk in enumerate(e.get("chunks", []), start=1):
         where = f"{chunk['path']} › {chunk['heading']}" if chunk["heading"] else chunk["path"]
         flags = f", ⚠ {', '.join(chunk['flags'])}" if chunk.get("flags") else ""

@@ -5,6 +5,7 @@
             print(event.data, end="")
 
 Events, in this order (a door turns each into its own format and adds nothing else):
+    searched  the rewritten follow-up, the expansions (rag/expand.py Searched; only with --expand or --rewrite)
     sources   the Retrieval (masked sources, the floor's verdict, how the scan ran)
     prompt    the prompt text sent to the model (only when the model is asked)
     piece     a piece of the answer as it streams (leading/trailing whitespace trimmed)
@@ -15,12 +16,12 @@ Events, in this order (a door turns each into its own format and adds nothing el
 The core never prints, never reads sys.argv and knows nothing of terminals or HTTP. Expected
 failures raise CoreError with one German line that names the fix; the door shows it.
 
-Does not handle: conversations (each question stands alone), several indexes at once.
+Does not handle: several indexes at once. (Follow-ups and query expansion: rag/expand.py.)
 """
 import dataclasses
 import time
 
-from . import answer, audit, config, context, embedder, german, guard, privacy, search, store
+from . import answer, audit, config, context, embedder, expand, german, guard, privacy, search, store
 
 TOP_K = 4  # chunks in the prompt (as in the post)
 MAX_TOKENS = {"fact": 160, "howto": 400}  # answer length limit by question type; one sentence needs 20–50 tokens,
@@ -63,6 +64,8 @@ class Settings:
     ann: bool = False  # PostgreSQL: HNSW preselection, rescored exactly; False: the store decides by size
     whole_chunks: bool = False  # the model sees every source whole (as in the post), not the parts that fit
     guard: str = "on"  # rag/guard.py: on | off (off: only to measure what the guard does)
+    expand: str = None  # rag/expand.py METHODS: also search what the answer model makes of the question; None: off
+    rewrite: bool = False  # rag/expand.py: a follow-up that leans on the history is rewritten first (--chat)
 
 
 @dataclasses.dataclass
@@ -81,6 +84,7 @@ class Answer:
     unsupported: list = None  # numbers, dates, §, commands no cited source has (rag/factcheck.py)
     guard: dict = None  # what rag/guard.py removed from the prompt, flagged and withheld in the answer
     timings: dict = dataclasses.field(default_factory=dict)
+    searched: expand.Searched = None  # the rewritten follow-up, the expansions (None: the question as asked)
 
     def as_json(self):
         """The answer as `ask_rag.py --json` prints it (and the API and MCP return it)."""
@@ -93,13 +97,13 @@ class Answer:
                 "under": r.under,
                 "kind": self.kind, "answerable": self.answerable,
                 "citations": self.citations, "evidence": self.evidence, "support": self.support,
-                "unsupported": self.unsupported, "guard": self.guard,
-                "sources": [s.as_json() for s in r.sources], "timings": self.timings}
+                "unsupported": self.unsupported, "guard": self.guard, "sources": [s.as_json() for s in r.sources],
+                "timings": self.timings, **expand.json_field(self.searched)}
 
 
 @dataclasses.dataclass
 class Event:
-    kind: str  # sources | prompt | piece | checks | done
+    kind: str  # searched | sources | prompt | piece | checks | done
     data: object
 
 
@@ -123,35 +127,39 @@ def open_index(settings):
 
 
 # -- 1. embed --------------------------------------------------------------------------------------
-def embed_question(question, settings, meta):
-    """The question's vector, from the same model as the index (else CoreError naming the rebuild)."""
+def embed_questions(texts, settings, meta):
+    """The vectors of the question and its expansions (one call), from the same model as the index
+    (else CoreError naming the rebuild)."""
     try:
-        return embedder.query_vector(question, meta, settings.model, settings.embedding_bin, settings.embed_via,
-                                     settings.embed_url or settings.server, settings.embed_model_name, settings.api_key)
+        return embedder.query_vectors(texts, meta, settings.model, settings.embedding_bin, settings.embed_via,
+                                      settings.embed_url or settings.server, settings.embed_model_name, settings.api_key)
     except embedder.EmbeddingError as exc:
         raise CoreError(str(exc))
 
 
 # -- 2. retrieve, then mask ------------------------------------------------------------------------
-def retrieve(question, settings, timings, question_kind="fact"):
+def retrieve(question, settings, timings, question_kind="fact", searched=None):
     """(Retrieval with masked sources, masked question, masker, raw sources, meta).
 
-    A how-to question gets each source widened to its whole section (search.whole_sections)."""
+    A how-to question gets each source widened to its whole section (search.whole_sections); what
+    `searched` adds (rag/expand.py) is searched too, the rankings fused."""
     conn, meta, mode = open_index(settings)
     try:
         under = search.folder(settings.under)
         if under and not search.folder_ids(conn, under):
             raise CoreError(f"unter {under} liegt keine Seite im Index – Ordner wie im Wiki angeben, z. B. --under mail/")
         t0 = time.monotonic()
-        qvec = embed_question(question, settings, meta) if mode != "lexical" else None
+        texts = expand.texts(question, searched)  # the question, then its expansions
+        qvecs = embed_questions(texts, settings, meta) if mode != "lexical" else [None] * len(texts)
         timings["embed_s"] = round(time.monotonic() - t0, 3)
         t1 = time.monotonic()
         weight, floor, reject = search.index_settings(meta, settings.vector_weight, settings.floor_cosine,
                                                       settings.reject_cosine)
         try:
-            result = search.retrieve(conn, question, qvec, mode=mode, top_k=settings.top_k,
-                                     max_per_file=settings.max_per_file, floor_cosine=floor, vector_weight=weight,
-                                     reject_cosine=reject, under=settings.under, ann=settings.ann or None)
+            result = expand.retrieve(conn, list(zip(texts, qvecs)), searched, settings, mode=mode,
+                                     top_k=settings.top_k, max_per_file=settings.max_per_file, floor_cosine=floor,
+                                     vector_weight=weight, reject_cosine=reject, under=settings.under,
+                                     ann=settings.ann or None)
         except store.StoreError as exc:  # e.g. --ann without an HNSW index
             raise CoreError(str(exc))
         timings["retrieve_s"] = round(time.monotonic() - t1, 3)
@@ -159,7 +167,7 @@ def retrieve(question, settings, timings, question_kind="fact"):
             result.weak = False
         if question_kind == "howto":
             result.sources = search.whole_sections(conn, result.sources)
-        if qvec is not None:
+        if qvecs[0] is not None:
             result.query_prefix = embedder.stored_query_prefix(meta, settings.model)
         raw_sources = result.sources  # the audit log hashes the wiki text as it is
         question, result.sources, masker = privacy.protect(question, result.sources, settings.pii,  # copies
@@ -173,21 +181,6 @@ def retrieve(question, settings, timings, question_kind="fact"):
 
 
 # -- 3. prompt, 4. stream --------------------------------------------------------------------------
-def trimmed(pieces):
-    """The streamed pieces without the answer's leading and trailing whitespace.
-
-    Example: [" Mit", " cm", "\\n"] -> "Mit", " cm"
-    """
-    held, started = "", False  # held: whitespace, shown only if more text follows
-    for piece in pieces:
-        text = piece.rstrip()
-        if text:
-            yield held + text if started else text.lstrip()
-            held, started = piece[len(text):], True
-        else:
-            held += piece
-
-
 def prompt_for(question, retrieval, settings, question_kind, chat):
     """(the prefix the answerability check shares, the whole prompt, the procedure's source number or None)."""
     texts, procedure = context.select(question, retrieval.sources, retrieval.terms, retrieval.weights,
@@ -220,7 +213,7 @@ def generate(question, retrieval, settings, result, shield):
         pieces, llm_timings = [], {}
         max_tokens = settings.max_tokens or MAX_TOKENS[result.kind]
         prefill = answer.prefill(result.kind, procedure) if chat and info.get("prefill") else None
-        for piece in shield.screen(trimmed(llm.stream_answer(
+        for piece in shield.screen(llm.trimmed(llm.stream_answer(
                 settings.server, result.prompt, chat, max_tokens, llm_timings, api_key=settings.api_key,
                 model_name=settings.llm_model_name, prefill=prefill))):
             if not pieces:
@@ -237,16 +230,20 @@ def generate(question, retrieval, settings, result, shield):
 def ask(question, settings, history=()):
     """Yield the events of one question (see the module docstring); the last one is "done".
 
-    history: the conversation so far, [{"role": "user"|"assistant", "content": …}], oldest first
-    (a follow-up question is read against it; not used yet).
+    history: the conversation so far, [{"role": "user"|"assistant", "content": …}], oldest first; with
+    settings.rewrite, a follow-up that leans on it is rewritten into a standalone question (rag/expand.py).
     """
     question = (question or "").strip()
     if not question:
         raise CoreError('keine Frage angegeben – so fragen: python3 ask_rag.py "Wie lege ich eine Mailbox an?"')
-    timings, question_kind = {}, context.kind(question)
-    retrieval, question, masker, raw_sources, meta = retrieve(question, settings, timings, question_kind)
+    searched = expand.prepare_for(question, history, settings)  # the question as asked, unless --expand/--rewrite
+    timings, question_kind = searched.timings, context.kind(searched.question)
+    retrieval, question, masker, raw_sources, meta = retrieve(searched.question, settings, timings, question_kind,
+                                                              searched)
+    result = Answer(question, retrieval, kind=question_kind, timings=timings, searched=expand.shown(searched, masker))
+    if result.searched:
+        yield Event("searched", result.searched)
     yield Event("sources", retrieval)
-    result = Answer(question, retrieval, kind=question_kind, timings=timings)
     if not settings.retrieve_only:
         if retrieval.weak or not retrieval.sources:
             result.text = answer.NO_INFO

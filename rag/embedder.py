@@ -212,23 +212,24 @@ def embed_too_long(texts, binary, model, threads, timeout, message):
     return embed_texts([texts[0][:keep]], binary, model, threads, timeout)
 
 
-def query_vector(question, meta, model, binary, via="binary", url=None, model_name=None, api_key=None):
-    """The question's vector from the same model as the index `meta` describes, with the query prefix the
-    index stored (e5: "query: "); EmbeddingError with the rebuild command when the model differs.
+def query_vectors(questions, meta, model, binary, via="binary", url=None, model_name=None, api_key=None):
+    """The vectors of `questions` (the question and its expansions, in one call) from the same model as
+    the index `meta` describes, each with the query prefix the index stored (e5: "query: ");
+    EmbeddingError with the rebuild command when the model differs.
 
     via "binary": llama-embedding with the GGUF `model`; "server": any OpenAI-compatible /v1/embeddings at `url`.
     """
     built, built_size = meta.get("embed_model"), meta.get("embed_model_size")
-    question = stored_query_prefix(meta, model) + question
+    questions = [stored_query_prefix(meta, model) + question for question in questions]
     if via == "server":  # rag/embed_client.py
         from . import embed_client
-        [vec], served = embed_client.embed_texts([question], url, model_name, api_key)
+        vecs, served = embed_client.embed_texts(questions, url, model_name, api_key)
         if built and served != built:
             raise EmbeddingError(
                 f"der Embedding-Server unter {url} rechnet mit {served or 'unbekanntem Modell'}, der Index wurde "
                 f"mit {built} gebaut – Server mit demselben Modell starten (--embed-model-name) oder neu bauen: "
                 f"python3 build_index.py --rebuild --embed-via server")
-        return check_dim(vec, meta)
+        return [check_dim(vec, meta) for vec in vecs]
     if not os.path.isfile(model):
         raise EmbeddingError(f"Embedding-Modell {model} nicht gefunden – einrichten mit: "
                              f"python3 scripts/setup_llama.py (oder --model / RAG_EMBED_MODEL)")
@@ -239,7 +240,7 @@ def query_vector(question, meta, model, binary, via="binary", url=None, model_na
         raise EmbeddingError(f"der Index wurde mit {built} (Dimension {meta.get('dim')}) gebaut, eingestellt ist "
                              f"{name} – dasselbe Modell angeben (--model/RAG_EMBED_MODEL) oder neu bauen: "
                              f"python3 build_index.py --rebuild")
-    return check_dim(embed_texts([question], binary, model)[0], meta)
+    return [check_dim(vec, meta) for vec in embed_texts(questions, binary, model)]
 
 
 def check_dim(vec, meta):

@@ -146,6 +146,21 @@ def with_prefill(pieces, prefill):
         yield head if head.startswith(prefill) else prefill + head
 
 
+def trimmed(pieces):
+    """The streamed pieces without the answer's leading and trailing whitespace.
+
+    Example: [" Mit", " cm", "\\n"] -> "Mit", " cm"
+    """
+    held, started = "", False  # held: whitespace, shown only if more text follows
+    for piece in pieces:
+        text = piece.rstrip()
+        if text:
+            yield held + text if started else text.lstrip()
+            held, started = piece[len(text):], True
+        else:
+            held += piece
+
+
 def stream_answer(url, prompt, chat, max_tokens, timings=None, api_key=None, model_name=None, prefill=None):
     """Yield the answer text as it is generated; fill `timings` (a dict) from the last chunk.
 

@@ -3,13 +3,14 @@
 The terminal, the web page, the OpenAI-compatible API and the MCP server only turn these events
 into their own formats, so what is asserted here holds for all of them.
 """
+import dataclasses
 import json
 
 import pytest
 
 from conftest import run_script
 from fake_server import GEMMA_TEMPLATE, FakeLlamaServer
-from rag import core
+from rag import core, expand, llm
 
 QUESTION = "Wie lege ich eine Mailbox an?"
 
@@ -108,3 +109,91 @@ def test_no_measured_threshold_means_no_check(settings):
         settings.server = server.url
         done = core.run(QUESTION, settings)
     assert server.checks() == [] and done.answerable is None and done.llm_called
+
+
+# -- follow-ups and expansion (rag/expand.py) ------------------------------------------------------
+MAILBOX_TURN = [{"role": "user", "content": "Wie lege ich eine Mailbox an?"},
+                {"role": "assistant", "content": "Mit cm [1]."}]
+FOLLOW_UP = "Und wie viel Platz hat sie?"
+
+
+def test_without_rewrite_and_expand_the_history_changes_nothing(settings):
+    with FakeLlamaServer(template=GEMMA_TEMPLATE, answer=["2 GB [1]."]) as server:
+        settings.server = server.url
+        alone = list(core.ask(FOLLOW_UP, settings))
+        with_history = list(core.ask(FOLLOW_UP, settings, MAILBOX_TURN))
+    assert server.structured() == [] and [e.kind for e in with_history] == [e.kind for e in alone]
+    assert "searched" not in [e.kind for e in with_history] and with_history[-1].data.searched is None
+    assert with_history[-1].data.as_json() == {**alone[-1].data.as_json(), "timings": with_history[-1].data.timings}
+    assert "searched" not in with_history[-1].data.as_json()
+    entries = [json.loads(line) for line in open(settings.audit, encoding="utf-8")]
+    assert "searched" not in entries[-1] and entries[-1]["question"] == FOLLOW_UP
+
+
+def test_a_follow_up_is_rewritten_shown_before_the_sources_and_audited_next_to_the_original(settings):
+    settings.rewrite = True
+    with FakeLlamaServer(template=GEMMA_TEMPLATE, replies=['"Welche Quota bekommt die Mailbox?"'],
+                         answer=["2 GB [1]."]) as server:
+        settings.server = server.url
+        events = list(core.ask(FOLLOW_UP, settings, MAILBOX_TURN))
+    kinds = [e.kind for e in events]
+    assert kinds[:2] == ["searched", "sources"] and kinds[-1] == "done"
+    searched, done = events[0].data, events[-1].data
+    assert searched.rewritten and searched.question == "Welche Quota bekommt die Mailbox?"
+    assert searched.original == FOLLOW_UP and done.question == searched.question and done.searched is searched
+    (rewrite,) = server.structured()
+    assert "Letzte Frage: Und wie viel Platz hat sie?" in rewrite["body"]["messages"][1]["content"]
+    assert rewrite["body"]["temperature"] == 0 and rewrite["body"]["seed"] == llm.SEED
+    assert "Frage: Welche Quota bekommt die Mailbox?" in server.completions()[0]["body"]["messages"][1]["content"]
+    assert done.retrieval.sources[0].path == "mail/mailbox-anlegen.md"
+    entry = json.loads(open(settings.audit, encoding="utf-8").read())
+    assert entry["question"] == searched.question and entry["searched"]["original"] == FOLLOW_UP
+    assert "rewrite_s" in entry["timings"] and done.as_json()["searched"]["rewritten"] is True
+
+
+def test_expansion_searches_the_phrases_too_and_embeds_everything_in_one_call(settings, tmp_path, monkeypatch):
+    log = tmp_path / "embed.log"
+    monkeypatch.setenv("FAKE_EMBED_LOG", str(log))
+    settings.retrieve_only, settings.top_k = True, 3
+    question = "Wie arbeite ich von zu Hause aus?"  # no word of the wiki
+    plain = core.run(question, settings)
+    phrases = ["VPN-Client starten", "VPN anmelden", "VPN Firmennetz"]
+    with FakeLlamaServer(replies=[json.dumps(phrases)]) as server:
+        settings.server, settings.expand = server.url, "phrases"
+        events = list(core.ask(question, settings))
+    done = events[-1].data
+    assert [e.kind for e in events] == ["searched", "sources", "done"] and server.completions() == []
+    assert done.searched.expansions == phrases and done.searched.weights == [1.0, 0.5, 0.5, 0.5]
+    (call,) = server.structured()
+    assert call["body"]["response_format"]["json_schema"]["schema"]["type"] == "array"
+    assert done.retrieval.sources[0].path == "netzwerk/vpn.md" and "expanded" in done.retrieval.sources[0].ranks
+    assert plain.retrieval.sources[0].path != "netzwerk/vpn.md"
+    assert len(log.read_text().splitlines()) == 2  # one llama-embedding call each: question + phrases together
+    assert done.as_json()["searched"]["expansions"] == phrases and "expand_s" in done.timings
+
+
+def test_the_model_s_choice_among_the_first_results_moves_it_up(settings):
+    settings.retrieve_only, settings.top_k = True, 3
+    plain = core.run(QUESTION, settings)
+    with FakeLlamaServer(replies=["[3]"]) as server:
+        settings.server, settings.expand = server.url, "choose"
+        done = core.run(QUESTION, settings)
+    (call,) = server.structured()  # "choose" writes no phrases: one call, the numbered headings
+    listed = call["body"]["messages"][1]["content"].split("\n")
+    assert listed[:3] == [f"Nachricht: {QUESTION}", "", "Abschnitte:"] and listed[3].startswith("1. ")
+    (chosen,) = [s for s in done.retrieval.sources if "chosen" in s.ranks]
+    assert chosen.ranks["chosen"] == 1 and listed[5] == f"3. {expand.label(chosen.heading)}"
+    position = lambda retrieval: [s.doc_id for s in retrieval.sources].index(chosen.doc_id)  # noqa: E731
+    assert position(done.retrieval) < position(plain.retrieval)  # one more ranking, not a new order
+    assert done.searched.chosen == [expand.label(chosen.heading)] and done.searched.expansions == []
+    assert "choose_s" in done.timings
+
+
+def test_an_unreachable_server_leaves_the_question_as_it_is_with_one_warning(settings):
+    settings.retrieve_only, settings.expand, settings.server = True, "phrases", "http://127.0.0.1:9"
+    events = list(core.ask(QUESTION, settings))
+    assert [e.kind for e in events] == ["searched", "sources", "done"]
+    searched = events[0].data
+    assert "nicht erreichbar" in searched.warning and searched.expansions == [] and not searched.rewritten
+    plain = core.run(QUESTION, dataclasses.replace(settings, expand=None))
+    assert [s.doc_id for s in events[-1].data.retrieval.sources] == [s.doc_id for s in plain.retrieval.sources]
