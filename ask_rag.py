@@ -4,6 +4,8 @@
     python3 ask_rag.py "Wie lege ich in Cyrus IMAP eine neue Mailbox an?"
     python3 ask_rag.py --retrieve-only --explain "Kuendigungsfrist Dienstleister"
     python3 ask_rag.py --json "Wie groß darf mein Postfach sein?"
+    python3 ask_rag.py --expand "Mein Mailprogramm meldet, der Speicher ist fast voll – was tun?"
+    python3 ask_rag.py --chat            # follow-ups: "Und wie lösche ich sie wieder?"
 
 Steps, in the order of the post:
   1. embed    the question, with the same llama-embedding and model as the index
@@ -17,7 +19,11 @@ LLM is not called at all. The steps themselves live in rag/core.py, which every 
 (this terminal, the web page and API of --serve, the MCP server of --mcp); this script only turns
 the core's events into lines on the terminal.
 
-Does not handle: conversations (each question stands alone), several indexes at once.
+--expand also searches what the answer model makes of the question (its search phrases, or its
+choice among the first results); --chat asks one question after another and rewrites a follow-up
+into a standalone question first (both in rag/expand.py).
+
+Does not handle: several indexes at once, editing earlier questions of a --chat session.
 """
 import argparse
 import dataclasses
@@ -26,7 +32,7 @@ import os
 import signal
 import sys
 
-from rag import answer, audit, config, core, guard, privacy, search
+from rag import answer, audit, config, core, expand, guard, privacy, search
 
 
 def fail(message, code=1):
@@ -53,6 +59,17 @@ def print_explain(result, out):
         print(f'Präfix:    "{result.query_prefix}" (vor der Frage, nur fürs Embedding)', file=out)
     for kept in result.pii_kept:  # business contacts and RAG_PII_KEEP values (rag/privacy.py)
         print(privacy.describe_kept(kept), file=out)
+
+
+def print_searched(searched, args, out):
+    """The rewritten follow-up (always), what --expand added (--explain)."""
+    if searched.rewritten:
+        print(f"→ Gesucht: {searched.question}", file=out)
+    if args.explain and searched.expansions:
+        weights = ", ".join(f"{w:g}" for w in searched.weights[1:])
+        print(f"Erweitert: {' · '.join(searched.expansions)}  (Gewicht {weights}; Frage 1)", file=out)
+    if args.explain and searched.chosen:
+        print(f"Gewählt:   {' · '.join(searched.chosen)}  (vom Modell unter den ersten Treffern)", file=out)
 
 
 def print_context(sources, out):
@@ -110,9 +127,13 @@ def show(events, args, out=sys.stdout):
         for event in events:
             if event.kind == "done":
                 return event.data
+            if event.kind == "searched" and event.data.warning:  # with --json too: one line on stderr
+                print(f"Warnung: {event.data.warning}", file=sys.stderr)
             if args.json:
                 continue
-            if event.kind == "sources":
+            if event.kind == "searched":
+                print_searched(event.data, args, out)
+            elif event.kind == "sources":
                 if args.explain:
                     print_explain(event.data, out)
                 if args.show_context:
@@ -139,7 +160,7 @@ def parse_args(argv=None):
         epilog="Umgebungsvariablen: RAG_DB, LLAMA_EMBEDDING, RAG_EMBED_MODEL, LLAMA_SERVER_URL, RAG_TOP_K, "
                "RAG_EMBED_VIA, RAG_EMBED_URL, RAG_EMBED_MODEL_NAME, RAG_API_KEY, RAG_LLM_MODEL_NAME, "
                "RAG_MODE, RAG_VECTOR_WEIGHT, RAG_FLOOR_COSINE, RAG_AUDIT, RAG_PII, RAG_PII_KINDS, RAG_PII_KEEP, RAG_UNDER, RAG_GUARD, "
-               "RAG_ANN; für --serve: RAG_SERVE_HOST, RAG_SERVE_PORT, RAG_SERVE_KEY, RAG_SERVE_SLOTS, RAG_SERVE_QUEUE.")
+               "RAG_ANN, RAG_EXPAND, RAG_EXPAND_METHOD, RAG_REWRITE; für --serve: RAG_SERVE_HOST, RAG_SERVE_PORT, RAG_SERVE_KEY, RAG_SERVE_SLOTS, RAG_SERVE_QUEUE.")
     parser.add_argument("question", nargs="?", help="die Frage (in Anführungszeichen)")
     parser.add_argument("--db", default=config.env_str("RAG_DB", "knowledge.db"),
                         help="Index: SQLite-Datei oder PostgreSQL-DSN postgresql://… (RAG_DB, Standard: knowledge.db)")
@@ -199,6 +220,22 @@ def parse_args(argv=None):
                              "Tabellenzeilen, die zur Frage passen (RAG_WHOLE_CHUNKS=1)")
     parser.add_argument("--under", default=os.environ.get("RAG_UNDER"), metavar="ORDNER",
                         help="nur Seiten unterhalb dieses Wiki-Ordners durchsuchen, z. B. mail/ (RAG_UNDER)")
+    parser.add_argument("--expand", action="store_true", default=os.environ.get("RAG_EXPAND") == "1",
+                        help="Frage erweitern: das Antwortmodell (derselbe llama-server) hilft suchen, siehe "
+                             "--expand-method (RAG_EXPAND=1; auch mit --retrieve-only, dann fragt es den Server nur "
+                             "danach; rag/expand.py)")
+    parser.add_argument("--expand-method", choices=expand.METHODS,
+                        default=config.env_str("RAG_EXPAND_METHOD", expand.METHOD),
+                        help=f"mit --expand: phrases = Suchbegriffe in der Sprache des Wikis, zusätzlich gesucht; "
+                             f"choose = das Modell wählt unter den Überschriften der ersten Treffer; both = beides "
+                             f"(RAG_EXPAND_METHOD, Standard: {expand.METHOD})")
+    parser.add_argument("--chat", action="store_true",
+                        help="Gespräch im Terminal: eine Frage nach der anderen; eine Folgefrage („Und wie lösche ich "
+                             "sie wieder?“) wird mit den letzten zwei Runden zur eigenständigen Frage (→ Gesucht: …); "
+                             "leere Zeile oder Strg-D beendet")
+    parser.add_argument("--rewrite", action="store_true", default=os.environ.get("RAG_REWRITE") == "1",
+                        help="Folgefragen mit dem Verlauf umschreiben, auch in der API von --serve (RAG_REWRITE=1; "
+                             "mit --chat immer)")
     parser.add_argument("--retrieve-only", action="store_true", help="nur suchen und Quellen zeigen, kein LLM")
     parser.add_argument("--json", action="store_true", help="genau ein JSON-Objekt ausgeben")
     parser.add_argument("--explain", action="store_true", help="Suchtext, Suchstufe und Ränge je Modus zeigen")
@@ -242,6 +279,8 @@ def parse_args(argv=None):
                         help="als MCP-Server über stdin/stdout laufen (Werkzeuge search_wiki, ask_wiki; rag/mcp_server.py)")
     args = parser.parse_args(joined_kinds(sys.argv[1:] if argv is None else argv))
     args.server = args.server.rstrip("/").removesuffix("/v1")  # an OpenAI base URL (…/v1) works too
+    args.expand = args.expand_method if args.expand else None  # core.Settings.expand: the method, or off
+    args.rewrite = args.rewrite or args.chat
     if args.pii not in privacy.MODES:
         fail(f"--pii/RAG_PII={args.pii!r} gibt es nicht – mask, flag oder off angeben", 2)
     try:
@@ -287,13 +326,48 @@ def main():
                               args.serve_queue) if args.serve else mcp_server.serve(settings_from(args)))
         except core.CoreError as exc:
             fail(str(exc))
+    if args.chat:
+        return chat(args)
     if not (args.question or "").strip():
         fail('keine Frage angegeben – so fragen: python3 ask_rag.py "Wie lege ich eine Mailbox an?"', 2)
-    done = show(core.ask(args.question, settings_from(args)), args)
+    answer_one(args.question, args)
+
+
+def answer_one(question, args, history=()):
+    """One question through the core, printed; returns the final Answer."""
+    done = show(core.ask(question, settings_from(args), history), args)
     if args.json:
-        print(json.dumps(done.as_json(), ensure_ascii=False))
+        print(json.dumps(done.as_json(), ensure_ascii=False), flush=True)
     else:
         print_answer(done, sys.stdout)
+    return done
+
+
+def chat(args):
+    """--chat: questions from the terminal (or stdin), one after another; the questions and answers so far
+    are the history a follow-up is read against (the core uses the last two turns). Ends at an empty line
+    or EOF; a question that fails prints its error line and the session goes on (exit code 1 at the end)."""
+    if args.question:
+        fail("--chat liest die Fragen selbst – ohne Frage aufrufen: python3 ask_rag.py --chat", 2)
+    history, prompt, failed = [], "Frage: " if sys.stdin.isatty() else "", False
+    while True:
+        try:
+            question = input(prompt).strip()
+        except EOFError:
+            break
+        if not question:
+            break
+        try:
+            done = answer_one(question, args, history)
+        except SystemExit:  # the error line is out; the session goes on
+            failed = True
+            continue
+        asked = done.searched.question if done.searched else question  # the standalone form helps the next one
+        history += [{"role": "user", "content": asked}, {"role": "assistant", "content": done.text or ""}]
+        if not args.json:
+            print(flush=True)
+    if failed:
+        sys.exit(1)
 
 
 def interrupted(signum, frame):

@@ -312,3 +312,99 @@ def test_under_restricts_the_search_to_a_folder(env):
     assert out["under"] == "netzwerk/" and {s["path"] for s in out["sources"]} == {"netzwerk/vpn.md"}
     missing = run_script("ask_rag.py", "--retrieve-only", "--under", "gibtsnicht", QUESTION, env=env)
     assert_one_error_line(missing, "gibtsnicht/", "--under")
+
+
+# -- --chat and --expand (rag/expand.py) ----------------------------------------------------------
+def test_chat_rewrites_a_follow_up_and_shows_what_it_searched(env):
+    with FakeLlamaServer(replies=['"Welche Quota bekommt die Mailbox?"'], answer=["2 GB", " [2]."]) as server:
+        result = run_script("ask_rag.py", "--chat", env={**env, "LLAMA_SERVER_URL": server.url}, timeout=60,
+                            input=f"{QUESTION}\nUnd wie viel Platz hat sie?\n")
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == ""
+    first, second = result.stdout.split("→ Gesucht: ")
+    assert first.startswith("2 GB [2].") and first.count("\nQuellen:\n") == 1
+    assert second.startswith("Welche Quota bekommt die Mailbox?\n2 GB [2].") and second.count("\nQuellen:\n") == 1
+    (rewrite,) = server.structured()
+    sent = rewrite["body"]["messages"][1]["content"]
+    assert f"Frage: {QUESTION}" in sent and "Antwort: 2 GB [2]." in sent
+    assert "Letzte Frage: Und wie viel Platz hat sie?" in sent
+    assert server.completions()[-1]["body"]["prompt"].endswith("Frage: Welche Quota bekommt die Mailbox?\nAntwort:")
+    entries = [json.loads(line) for line in open(env["RAG_AUDIT"], encoding="utf-8")]
+    assert entries[-1]["searched"]["original"] == "Und wie viel Platz hat sie?"
+    assert entries[-1]["question"] == "Welche Quota bekommt die Mailbox?" and "searched" not in entries[0]
+    shown = run_script("ask_rag.py", "--audit-show", "-1", env=env).stdout.splitlines()
+    assert shown[1:3] == ["Frage:     Welche Quota bekommt die Mailbox?", "Gestellt:  Und wie viel Platz hat sie?"]
+    assert "Umschreiben " in shown[-1]
+
+
+def test_chat_json_is_one_object_per_question(env):
+    with FakeLlamaServer(replies=['"Welche Quota bekommt die Mailbox?"']) as server:
+        result = run_script("ask_rag.py", "--chat", "--json", env={**env, "LLAMA_SERVER_URL": server.url},
+                            timeout=60, input=f"{QUESTION}\nUnd wie viel Platz hat sie?\n\n")
+    assert result.returncode == 0, result.stderr
+    first, second = [json.loads(line) for line in result.stdout.splitlines()]
+    assert "searched" not in first and second["searched"]["rewritten"] is True
+    assert second["question"] == "Welche Quota bekommt die Mailbox?"
+
+
+def test_chat_goes_on_after_a_failed_question(env):
+    result = run_script("ask_rag.py", "--chat", env={**env, "LLAMA_SERVER_URL": "http://127.0.0.1:9"}, timeout=60,
+                        input=f"{QUESTION}\n{QUESTION}\n")
+    assert result.returncode == 1
+    assert result.stderr.count("Fehler: llama-server unter http://127.0.0.1:9 nicht erreichbar") == 2
+    assert "Traceback" not in result.stderr
+
+
+def test_chat_takes_no_question_argument(env):
+    result = run_script("ask_rag.py", "--chat", QUESTION, env=env)
+    assert_one_error_line(result, "--chat")
+
+
+def test_expand_with_retrieve_only_asks_the_server_only_for_phrases_and_explains_them(env):
+    with FakeLlamaServer(replies=['["VPN-Client starten", "VPN anmelden"]']) as server:
+        result = ask(env, server, "--retrieve-only", "--expand", "--explain", "Wie arbeite ich von zu Hause aus?")
+    assert result.returncode == 0, result.stderr
+    assert "Erweitert: VPN-Client starten · VPN anmelden  (Gewicht 0.5, 0.5; Frage 1)" in result.stdout
+    assert "expanded#1" in result.stdout
+    assert server.completions() == [] and len(server.structured()) == 1
+
+
+def test_expand_from_the_environment_and_in_json(env):
+    with FakeLlamaServer(replies=['["VPN-Client starten"]']) as server:
+        result = run_script("ask_rag.py", "--retrieve-only", "--json", "Wie arbeite ich von zu Hause aus?",
+                            env={**env, "LLAMA_SERVER_URL": server.url, "RAG_EXPAND": "1"}, timeout=30)
+    assert result.returncode == 0, result.stderr
+    out = load_json(result.stdout)
+    assert out["searched"]["expansions"] == ["VPN-Client starten"] and out["searched"]["weights"] == [1.0, 0.5]
+
+
+@pytest.mark.parametrize("extra", [[], ["--json"]])
+def test_expand_without_server_searches_the_question_with_one_warning(env, extra):
+    result = run_script("ask_rag.py", "--retrieve-only", "--expand", *extra, QUESTION,
+                        env={**env, "LLAMA_SERVER_URL": "http://127.0.0.1:9"}, timeout=30)
+    assert result.returncode == 0 and "Traceback" not in result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("Warnung: ") and "nicht erreichbar" in lines[0], result.stderr
+    assert "mail/mailbox-anlegen.md" in result.stdout
+
+
+def test_a_follow_up_without_chat_or_rewrite_is_asked_as_it_is(env):
+    with FakeLlamaServer(replies=['"Welche Quota bekommt die Mailbox?"']) as server:
+        result = ask(env, server, "--json", "Und wie viel Platz hat sie?")
+    assert result.returncode == 0, result.stderr
+    assert server.structured() == [] and "searched" not in load_json(result.stdout)
+
+
+def test_expand_method_choose_explains_the_model_s_choice(env):
+    with FakeLlamaServer(replies=["[2]"]) as server:
+        result = run_script("ask_rag.py", "--retrieve-only", "--explain", "--expand", QUESTION,
+                            env={**env, "LLAMA_SERVER_URL": server.url, "RAG_EXPAND_METHOD": "choose"}, timeout=30)
+    assert result.returncode == 0, result.stderr
+    (line,) = [line for line in result.stdout.splitlines() if line.startswith("Gewählt:")]
+    assert line.endswith("(vom Modell unter den ersten Treffern)") and "chosen#1" in result.stdout
+    assert "Erweitert:" not in result.stdout and len(server.structured()) == 1
+
+
+def test_an_unknown_expand_method_is_a_usage_error(env):
+    result = run_script("ask_rag.py", "--retrieve-only", "--expand-method", "hyde", QUESTION, env=env)
+    assert result.returncode == 2 and "invalid choice: 'hyde'" in result.stderr
