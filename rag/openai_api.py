@@ -4,7 +4,9 @@
     -> {"object": "chat.completion", "choices": [{"message": {"role": "assistant", "content":
         "Mit cyradm … [1].\n\nQuellen:\n- [1] mail/… › Mailbox anlegen (zitiert)\n…"}}], "rag": {…}}
 
-The last user message is the question; the messages before it go to the core as the history.
+The last user message is the question; the messages before it go to the core as the history (with
+--rewrite a follow-up is rewritten into a standalone question first, and the answer begins with
+"→ Gesucht: …").
 The answer ends with the sources as footnotes (and the citation check, the evidence and the fact
 check, as the terminal shows them); `rag` holds the same result as `ask_rag.py --json` plus the checks (rag/doors.py).
 Streaming (`"stream": true`) sends `chat.completion.chunk` events: the role, one per answer
@@ -87,13 +89,18 @@ def footnotes(result):
     return "\n".join(lines)
 
 
+def searched_line(searched):
+    """The rewritten follow-up before the answer. Example: {"rewritten": True, "question": "Wie …?"} -> "→ Gesucht: Wie …?\n\n" """
+    return f"→ Gesucht: {searched['question']}\n\n" if searched and searched.get("rewritten") else ""
+
+
 def new_id():
     return "chatcmpl-rag-" + uuid.uuid4().hex[:16]
 
 
 def completion(result, model, completion_id=None):
     """The whole answer (stream false): one chat.completion with the footnotes and `rag`."""
-    content = (result["answer"] or "") + footnotes(result)
+    content = searched_line(result.get("searched")) + (result["answer"] or "") + footnotes(result)
     return {"id": completion_id or new_id(), "object": "chat.completion", "created": int(time.time()),
             "model": model, "choices": [{"index": 0, "message": {"role": "assistant", "content": content},
                                          "finish_reason": "stop"}], "rag": result}

@@ -307,7 +307,9 @@ def make_handler(state):
                 self.send_event(openai_api.chunk(cid, model, {"role": "assistant", "content": ""}))
                 try:
                     for kind, data in itertools.chain([first], events):
-                        if kind == "piece":
+                        if kind == "searched" and openai_api.searched_line(data):
+                            self.send_event(openai_api.chunk(cid, model, {"content": openai_api.searched_line(data)}))
+                        elif kind == "piece":
                             streamed = True
                             self.send_event(openai_api.chunk(cid, model, {"content": data["text"]}))
                         elif kind == "done":

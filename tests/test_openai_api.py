@@ -111,3 +111,28 @@ def test_footnotes_carry_the_guard_lines_as_the_terminal_shows_them():
     assert "Zurückgehalten: 1 Link(s)/Kontaktangabe(n)" in text and "Im Prompt entfernt: 1 anweisungsähnliche Stelle(n) in [1]" in text
     assert "https://x.example" not in text  # the withheld value stays out of the reader's text
     assert "Zurückgehalten" not in openai_api.footnotes({**result, "guard": {"removed": [], "withheld": []}})
+
+
+def test_with_rewrite_a_follow_up_is_rewritten_and_shown_before_the_answer(fake_embedding, small_wiki):
+    result = run_script("build_index.py", "--wiki", small_wiki, env=fake_embedding)
+    assert result.returncode == 0, result.stderr
+    messages = [{"role": "user", "content": QUESTION}, {"role": "assistant", "content": "Mit cm [2]."},
+                {"role": "user", "content": "Und wie viel Platz hat sie?"}]
+    with FakeLlamaServer(answer=["2 GB", " [1]."], replies=['"Welche Quota bekommt die Mailbox?"']) as fake:
+        env = {**os.environ, **fake_embedding, "LLAMA_SERVER_URL": fake.url, "RAG_REWRITE": "1"}
+        with Serving(env) as server:
+            completion = client_without_key(server).chat.completions.create(model="wiki", messages=messages)
+            stream = list(client_without_key(server).chat.completions.create(model="wiki", messages=messages,
+                                                                             stream=True))
+    content = completion.choices[0].message.content
+    assert content.startswith("→ Gesucht: Welche Quota bekommt die Mailbox?\n\n2 GB [1].\n\nQuellen:")
+    assert "".join(c.choices[0].delta.content or "" for c in stream) == content
+    rag = completion.model_extra["rag"]
+    assert rag["searched"]["original"] == "Und wie viel Platz hat sie?" and rag["question"] == rag["searched"]["question"]
+    (rewrite, _) = fake.structured()
+    assert "Frage: " + QUESTION in rewrite["body"]["messages"][1]["content"]
+
+
+def client_without_key(server):
+    from openai import OpenAI
+    return OpenAI(base_url=server.url + "/v1", api_key="-", max_retries=0, timeout=30)
