@@ -3,6 +3,8 @@
 
     python3 evaluate.py                                  # eval/questions.jsonl over knowledge.db
     python3 evaluate.py --json --modes hybrid,lexical
+    python3 evaluate.py --expand --questions eval/questions_layperson.jsonl   # without and with --expand
+    python3 evaluate.py --followups                     # follow-ups alone, rewritten, written by hand
 
 Question file: JSON Lines, {"question": "...", "expected": [{"file": "mail/x.md", "heading": "Quota"}]};
 an empty "expected" means "not in the wiki". A retrieved chunk matches an expected entry when its
@@ -15,6 +17,7 @@ Does not handle: judging answers (only retrieval is measured here).
 """
 import argparse
 import collections
+import contextlib
 import json
 import os
 import re
@@ -28,7 +31,7 @@ import time
 from pathlib import Path
 
 from rag import answer as answer_module
-from rag import config, embedder, factcheck, privacy, search, store
+from rag import config, embedder, expand, factcheck, privacy, search, store
 from rag.server_process import ServerProcess
 
 ROOT = Path(__file__).resolve().parent  # the repository (ask_rag.py, build_index.py)
@@ -73,15 +76,18 @@ def first_hit(sources, expected):
 
 
 def evaluate(conn, items, vectors, modes, floor, vector_weight, max_per_file=search.MAX_PER_FILE,
-             comparable=search.COMPARABLE, reject=None):
+             comparable=search.COMPARABLE, reject=None, expanded=None):
+    """Recall and refusals per mode. expanded: per item ([(text, vector)], weights, chooser or None), the
+    question first, then what rag/expand.py added; their rankings are fused (search.retrieve_fused)."""
     rows, misses = {}, []
     for mode in modes:
         hits, times, refused_out, refused_in = [], [], 0, 0
-        for item, qvec in zip(items, vectors):
+        for n, (item, qvec) in enumerate(zip(items, vectors)):
+            queries, weights, pick = expanded[n] if expanded else ([(item["question"], qvec)], [1.0], None)
             started = time.perf_counter()
-            result = search.retrieve(conn, item["question"], qvec, mode=mode, top_k=DEPTH,
-                                     floor_cosine=floor, vector_weight=vector_weight,
-                                     max_per_file=max_per_file, comparable=comparable, reject_cosine=reject)
+            result = search.retrieve_fused(conn, queries, weights, chooser=pick, mode=mode, top_k=DEPTH,
+                                           floor_cosine=floor, vector_weight=vector_weight,
+                                           max_per_file=max_per_file, comparable=comparable, reject_cosine=reject)
             times.append(time.perf_counter() - started)
             if not item["expected"]:
                 refused_out += result.weak
@@ -868,6 +874,153 @@ def run_injections(args, db_given):
         print_injection_summary(summary, name)
 
 
+# -- query expansion and follow-ups: the answer model asked for each question (--expand, --followups) --
+FOLLOWUPS = "eval/followups.jsonl"  # {"first", "followup", "standalone", "expected"}
+
+
+@contextlib.contextmanager
+def answer_server(args, tmp):
+    """The URL of a llama-server with the answer model: --server, else one started (and stopped) here."""
+    server = None if args.server else start_answer_server(args, tmp)
+    try:
+        yield args.server or server.url
+    finally:
+        if server:
+            server.stop()
+
+
+def model_asker(url):
+    """rag/expand.py's ask() for a measurement: each prompt asked once (the model answers it the same way
+    every time: temperature 0, fixed seed), and a failing model ends the run with its German line."""
+    ask, answers = expand.asker(url), {}
+
+    def ask_once(messages, schema, max_tokens):
+        key = json.dumps([messages, schema, max_tokens], ensure_ascii=False, sort_keys=True)
+        if key not in answers:
+            try:
+                answers[key] = ask(messages, schema, max_tokens)
+            except expand.ModelError as exc:
+                raise SystemExit(f"Fehler: {exc}")
+        return answers[key]
+    return ask_once
+
+
+def embed_all(texts, args, meta):
+    """{text: vector} for every text, in one llama-embedding call (with the model's query prefix)."""
+    texts = sorted(set(texts))
+    try:
+        prefix = embedder.stored_query_prefix(meta, args.model)  # e5: "query: "
+        return dict(zip(texts, embedder.embed_texts([prefix + t for t in texts], args.embedding_bin, args.model)))
+    except embedder.EmbeddingError as exc:
+        raise SystemExit(f"Fehler: {exc}")
+
+
+def prepare_all(questions, histories, method, ask):
+    """rag/expand.py prepare() for each question; progress on stderr."""
+    out = []
+    for n, (question, history) in enumerate(zip(questions, histories), start=1):
+        searched = expand.prepare(question, history, method, ask)
+        out.append(searched)
+        print(f"[{n}/{len(questions)}] {' · '.join([searched.question] + searched.expansions)[:160]}",
+              file=sys.stderr, flush=True)
+    return out
+
+
+def searched_queries(searched, vectors, ask):
+    """Per Searched: ([(text, vector)], weights, chooser or None), the question first (evaluate()'s `expanded`)."""
+    return [([(t, vectors.get(t)) for t in expand.texts(s.question, s)], s.weights,
+             expand.chooser(s, ask) if s.method in ("choose", "both") else None) for s in searched]
+
+
+def median_s(searched, key):
+    """Median seconds of one model step over the questions that took it (None: none did)."""
+    values = [s.timings[key] for s in searched if key in s.timings]
+    return round(statistics.median(values), 2) if values else None
+
+
+def run_expand(args, conn, meta, items, modes, floor, reject):
+    """evaluate.py --expand: the question set without and with what rag/expand.py adds (--expand-method)."""
+    with tempfile.TemporaryDirectory(prefix="rag-expand-") as tmp, answer_server(args, tmp) as url:
+        ask = model_asker(url)
+        searched = prepare_all([i["question"] for i in items], [()] * len(items), args.expand_method, ask)
+        vectors = embed_all([t for s in searched for t in expand.texts(s.question, s)], args, meta)
+        plain = [vectors[i["question"]] for i in items]
+        rows, _ = evaluate(conn, items, plain, modes, floor, args.vector_weight, args.max_per_file, args.comparable,
+                           reject)
+        expanded, misses = evaluate(conn, items, plain, modes, floor, args.vector_weight, args.max_per_file,
+                                    args.comparable, reject, expanded=searched_queries(searched, vectors, ask))
+    rows.update({f"{mode} + erweitert": row for mode, row in expanded.items()})
+    cost = {key: median_s(searched, key) for key in ("expand_s", "choose_s")}
+    if args.json:
+        print(json.dumps({"modes": rows, "method": args.expand_method, "median_s": cost,
+                          "expansions": [s.as_json() for s in searched], "misses": misses if args.misses else None},
+                         ensure_ascii=False))
+        return
+    n_out = sum(1 for i in items if not i["expected"])
+    print_table(rows, meta, len(items) - n_out, n_out)
+    print(f"(--expand-method {args.expand_method}; Modell je Frage, Median unter der Last dieses Laufs: "
+          f"Suchbegriffe {cost['expand_s']} s, Auswahl {cost['choose_s']} s; was gesucht wurde mit --misses)")
+    for s in searched if args.misses else []:
+        print(f"  {s.original[:100]} → {' · '.join(s.expansions + s.chosen)}")
+
+
+def load_followups(path):
+    """The pairs of a follow-up file, each with "first", "followup", "standalone" and "expected" (else one German line)."""
+    pairs = read_jsonl(path, "Folgefragen-Datei", 'JSON Lines mit "first", "followup", "standalone" und "expected"')
+    for pair in pairs:
+        if not all(isinstance(pair.get(k), str) for k in ("first", "followup", "standalone")) \
+                or not isinstance(pair.get("expected"), list):
+            raise SystemExit(f'Fehler: {path}: jede Zeile braucht "first", "followup", "standalone" und "expected" (Liste).')
+    return pairs
+
+
+def run_followups(args, conn, meta, modes, floor, reject):
+    """evaluate.py --followups: each follow-up alone, rewritten with the first question as history, and
+    the hand-written standalone version (the ceiling); --expand adds the rewritten one expanded."""
+    pairs = load_followups(args.followups)
+    items = [{"question": p["followup"], "expected": p["expected"]} for p in pairs]
+    histories = [[{"role": "user", "content": p["first"]}] for p in pairs]
+    with tempfile.TemporaryDirectory(prefix="rag-followups-") as tmp, answer_server(args, tmp) as url:
+        ask = model_asker(url)
+        rewritten = prepare_all([p["followup"] for p in pairs], histories, None, ask)
+        variants = {"Folgefrage allein": [expand.Searched(p["followup"], p["followup"], weights=[1.0]) for p in pairs],
+                    "umgeschrieben": rewritten,
+                    "eigenständig (von Hand)": [expand.Searched(p["standalone"], p["standalone"], weights=[1.0])
+                                                for p in pairs]}
+        if args.expand:
+            variants["umgeschrieben + erweitert"] = prepare_all([s.question for s in rewritten], [()] * len(pairs),
+                                                                args.expand_method, ask)
+        vectors = embed_all([t for v in variants.values() for s in v for t in expand.texts(s.question, s)], args, meta)
+        rows, ranks = {}, {}
+        for name, searched in variants.items():
+            queries = searched_queries(searched, vectors, ask)
+            for mode, row in evaluate(conn, items, [q[0][0][1] for q in queries], modes, floor, args.vector_weight,
+                                      args.max_per_file, args.comparable, reject, expanded=queries)[0].items():
+                rows[f"{name} ({mode})" if len(modes) > 1 else name] = row
+            ranks[name] = [first_hit(search.retrieve_fused(conn, q, w, chooser=pick, mode=modes[0], top_k=DEPTH,
+                                                           floor_cosine=floor, vector_weight=args.vector_weight,
+                                                           max_per_file=args.max_per_file, comparable=args.comparable,
+                                                           reject_cosine=reject).sources, i["expected"])
+                           for (q, w, pick), i in zip(queries, items)]
+    cost = median_s(rewritten, "rewrite_s")
+    if args.json:
+        print(json.dumps({"variants": rows, "rewrite_s_median": cost,
+                          "rewritten": [{"first": p["first"], "followup": p["followup"], "rewritten": s.question,
+                                         "rank_alone": r0, "rank": r}
+                                        for p, s, r0, r in zip(pairs, rewritten, ranks["Folgefrage allein"],
+                                                               ranks["umgeschrieben"])]},
+                         ensure_ascii=False))
+        return
+    print(f"Folgefragen: {len(pairs)} Paare ({args.followups}); umgeschrieben mit der ersten Frage als Verlauf")
+    print("| Variante | Recall@1 | Recall@5 | MRR@10 |")
+    print("|---|---:|---:|---:|")
+    for name, r in rows.items():
+        print(f"| {name} | {r['recall@1']:.3f} | {r['recall@5']:.3f} | {r['mrr@10']:.3f} |")
+    print(f"(Umschreiben: Median {cost} s je Folgefrage unter der Last dieses Laufs; Rang allein → umgeschrieben)")
+    for p, s, r0, r in zip(pairs, rewritten, ranks["Folgefrage allein"], ranks["umgeschrieben"]):
+        print(f"  [{r0 or '-'} → {r or '-'}] {p['followup']}  → {s.question}")
+
+
 def main():
     # SIGTERM (kill, a CI timeout) unwinds like Ctrl-C: the finally blocks stop the llama-server this run started
     signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
@@ -876,7 +1029,8 @@ def main():
     parser.add_argument("--db", help="Index (RAG_DB, Standard: knowledge.db; mit --answers: frisch gebaut)")
     parser.add_argument("--embedding-bin", default=config.default_embedding_bin(), help="llama-embedding (LLAMA_EMBEDDING)")
     parser.add_argument("--model", default=config.default_model(), help="Embedding-Modell (RAG_EMBED_MODEL)")
-    parser.add_argument("--modes", default="hybrid,vector,lexical", help="Modi, kommagetrennt")
+    parser.add_argument("--modes", help="Modi, kommagetrennt (Standard: hybrid,vector,lexical; mit --expand und "
+                                        "--followups: hybrid)")
     parser.add_argument("--reject-cosine", type=float, default=config.env_float("RAG_REJECT_COSINE", None),
                         help="Kosinus, unter dem eine Frage abgelehnt wird (Standard: im Index gespeichert)")
     parser.add_argument("--floor-cosine", type=float, default=config.env_float("RAG_FLOOR_COSINE", None),
@@ -920,13 +1074,24 @@ def main():
     parser.add_argument("--limit", type=int, help="mit --answers/--injections: nur N Fragen, gleichmäßig verteilt")
     parser.add_argument("--out", help=f"mit --answers/--injections: jede Antwort als JSON Lines (Standard: "
                                       f"{ANSWER_OUT} bzw. {INJECTION_OUT})")
-    parser.add_argument("--server", help="mit --answers/--injections: laufenden llama-server nutzen statt einen zu starten")
-    parser.add_argument("--llm-model", help="mit --answers/--injections: GGUF-Antwortmodell (Standard: RAG_LLM_MODEL, sonst Setup)")
+    parser.add_argument("--server", help="mit --answers/--injections/--expand/--followups: laufenden llama-server "
+                                         "nutzen statt einen zu starten")
+    parser.add_argument("--llm-model", help="mit --answers/--injections/--expand/--followups: GGUF-Antwortmodell "
+                                            "(Standard: RAG_LLM_MODEL, sonst Setup)")
     parser.add_argument("--top-k", type=int, help="mit --answers: an ask_rag.py weitergeben")
     parser.add_argument("--injections", nargs="?", const=INJECTIONS, metavar="DATEI",
                         help=f"Angriffe messen (Standard-Datei {INJECTIONS}): jeder Fall auf einer eigenen Kopie des "
                              f"Wikis, inkrementell aus einem Basis-Index gebaut, gefragt über ask_rag.py --json gegen "
                              f"einen echten llama-server; Erfolgsquote der Angriffe und beantwortete Fakten je Kategorie")
+    parser.add_argument("--expand", action="store_true",
+                        help="jede Frage ohne und mit Erweiterung messen (rag/expand.py, --expand-method); startet "
+                             "llama-server mit dem Antwortmodell (oder --server)")
+    parser.add_argument("--expand-method", choices=expand.METHODS, default=expand.METHOD,
+                        help=f"mit --expand: phrases, choose oder both, wie ask_rag.py (Standard: {expand.METHOD})")
+    parser.add_argument("--followups", nargs="?", const=FOLLOWUPS, metavar="DATEI",
+                        help=f"Folgefragen messen: allein, umgeschrieben (mit der ersten Frage als Verlauf) und von "
+                             f"Hand eigenständig; mit --expand auch umgeschrieben und erweitert; zeigt jede "
+                             f"umgeschriebene Frage (Standard-Datei {FOLLOWUPS})")
     parser.add_argument("--ids", help="mit --injections: nur diese Fälle, kommagetrennt (inj-01,inj-14)")
     parser.add_argument("--rescore", metavar="DATEI",
                         help="mit --answers/--injections: keine Fragen stellen, die Antworten einer früheren "
@@ -952,7 +1117,8 @@ def main():
             for m in pii_misses if args.misses else []:
                 print(f"  {m['kind']} {m['value']}: erwartet {m['expected']}, gefunden {m['found']} – {m['text']}")
         return
-    modes = [m.strip() for m in args.modes.split(",") if m.strip()]
+    default_modes = "hybrid" if args.expand or args.followups else "hybrid,vector,lexical"
+    modes = [m.strip() for m in (args.modes or default_modes).split(",") if m.strip()]
     if not modes or any(m not in search.MODES for m in modes):
         raise SystemExit(f"Fehler: --modes erlaubt nur {', '.join(search.MODES)}.")
     items = load_questions(args.questions)
@@ -963,6 +1129,10 @@ def main():
     meta = conn.meta()
     args.vector_weight, floor, reject = search.index_settings(meta, args.vector_weight, args.floor_cosine,
                                                               args.reject_cosine)
+    if args.followups:
+        return run_followups(args, conn, meta, modes, floor, reject)
+    if args.expand:
+        return run_expand(args, conn, meta, items, modes, floor, reject)
     started = time.perf_counter()
     if modes == ["lexical"]:
         vectors = [None] * len(items)
