@@ -20,7 +20,7 @@ from pathlib import Path
 import requests
 
 from . import answer
-from .llm import CONNECT_TIMEOUT, READ_TIMEOUT, LLMError, auth_headers, error_text, hint_start
+from .llm import CONNECT_TIMEOUT, READ_TIMEOUT, LLMError, auth_headers, hint_start, http_error
 
 CHECK = "Beantworten die Quellen diese Frage ausdrücklich? Antworte nur mit ja oder nein."
 TOP = 10  # alternatives of the first token looked at
@@ -67,11 +67,7 @@ def p_yes(url, prefix, api_key=None, model_name=None, seed=0):
     except requests.Timeout:
         raise LLMError(f"llama-server unter {url} antwortet nicht (Timeout {READ_TIMEOUT} s) – Server prüfen")
     if response.status_code != 200:
-        try:
-            detail = error_text(response.json())
-        except ValueError:
-            detail = response.text[:200]
-        raise LLMError(f"llama-server meldet HTTP {response.status_code} bei der Prüfung: {detail} – Server-Log prüfen")
+        raise http_error(response, " bei der Prüfung")
     try:
         content = response.json()["choices"][0]["logprobs"]["content"]
         return share_yes(content[0]["top_logprobs"]) if content else None

@@ -119,6 +119,18 @@ def server_info(url, api_key=None, model_name=None):
             "build": props.get("build_info", ""), "prefill": True}  # llama-server continues an assistant message
 
 
+def http_error(response, where=""):
+    """LLMError for a reply other than 200, with the server's own error message.
+
+    Example: HTTP 500 {"error": {"message": "KV-Cache voll"}} -> "llama-server meldet HTTP 500: KV-Cache voll – Server-Log prüfen"
+    """
+    try:
+        detail = error_text(response.json())
+    except ValueError:
+        detail = response.text[:200]
+    return LLMError(f"llama-server meldet HTTP {response.status_code}{where}: {detail} – Server-Log prüfen")
+
+
 def error_text(payload):
     error = payload.get("error") if isinstance(payload, dict) else None
     if isinstance(error, dict):
@@ -196,11 +208,7 @@ def stream_pieces(url, prompt, chat, max_tokens, timings, api_key, model_name, p
         if response.status_code == 503:
             raise LLMError(f"llama-server unter {url} lädt noch das Modell – kurz warten und erneut fragen")
         if response.status_code != 200:
-            try:
-                detail = error_text(response.json())
-            except ValueError:
-                detail = response.text[:200]
-            raise LLMError(f"llama-server meldet HTTP {response.status_code}: {detail} – Server-Log prüfen")
+            raise http_error(response)
         done = False
         try:
             for line in response.iter_lines():
@@ -251,11 +259,7 @@ def complete_json(url, messages, schema, max_tokens, api_key=None, model_name=No
         body["model"] = model_name
     response = send("POST", url, "/v1/chat/completions", timeout, api_key, json=body)
     if response.status_code != 200:
-        try:
-            detail = error_text(response.json())
-        except ValueError:
-            detail = response.text[:200]
-        raise LLMError(f"llama-server meldet HTTP {response.status_code}: {detail} – Server-Log prüfen")
+        raise http_error(response)
     try:
         text = response.json()["choices"][0]["message"]["content"]
         return json.loads(text)
