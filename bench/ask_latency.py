@@ -142,11 +142,8 @@ def main():
     parser.add_argument("--top-k", type=int, help="Chunks im Prompt (an ask_rag.py; Standard: dessen Standard)")
     parser.add_argument("--json", action="store_true", help="genau ein JSON-Objekt ausgeben")
     args = parser.parse_args()
-    for path, what in ((args.embedding_bin, "llama-embedding"), (args.server_bin, "llama-server"),
-                       (args.model, "Modell"), (args.llm_model, "LLM-Modell")):
-        if not os.path.isfile(path):
-            raise SystemExit(f"Fehler: {what} nicht gefunden ({path}) – "
-                             f"einrichten mit: python3 scripts/setup_llama.py")
+    common.require((args.embedding_bin, "llama-embedding"), (args.server_bin, "llama-server"), (args.model, "Modell"),
+                   (args.llm_model, "LLM-Modell"))
     info = common.machine()
     chosen = items(args.questions)
     asked = [item["question"] for item in chosen]

@@ -153,6 +153,16 @@ def idle_python_mb(python=sys.executable):
     return statistics.median(measure([python, "-c", "pass"]).peak_mb for _ in range(3))
 
 
+def require(*paths):
+    """Stop with one German line naming the setup when a binary or model is missing.
+
+    Example: require(("/x/llama-server", "llama-server")) -> SystemExit("Fehler: llama-server nicht gefunden (/x/…) – …")
+    """
+    for path, what in paths:
+        if not os.path.isfile(path):
+            raise SystemExit(f"Fehler: {what} nicht gefunden ({path}) – einrichten mit: python3 scripts/setup_llama.py")
+
+
 def median(values):
     return statistics.median(values) if values else None
 

