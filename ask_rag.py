@@ -279,6 +279,8 @@ def parse_args(argv=None):
                         help="als MCP-Server über stdin/stdout laufen (Werkzeuge search_wiki, ask_wiki; rag/mcp_server.py)")
     args = parser.parse_args(joined_kinds(sys.argv[1:] if argv is None else argv))
     args.server = args.server.rstrip("/").removesuffix("/v1")  # an OpenAI base URL (…/v1) works too
+    if args.expand_method not in expand.METHODS:  # argparse checks the choices of a flag, not of RAG_EXPAND_METHOD
+        fail(f"RAG_EXPAND_METHOD={args.expand_method!r} gibt es nicht – {', '.join(expand.METHODS)} angeben", 2)
     args.expand = args.expand_method if args.expand else None  # core.Settings.expand: the method, or off
     args.rewrite = args.rewrite or args.chat
     if args.pii not in privacy.MODES:

@@ -408,3 +408,9 @@ def test_expand_method_choose_explains_the_model_s_choice(env):
 def test_an_unknown_expand_method_is_a_usage_error(env):
     result = run_script("ask_rag.py", "--retrieve-only", "--expand-method", "hyde", QUESTION, env=env)
     assert result.returncode == 2 and "invalid choice: 'hyde'" in result.stderr
+
+
+def test_an_unknown_expand_method_from_the_environment_is_one_line(env):
+    result = run_script("ask_rag.py", "--retrieve-only", "--expand", QUESTION, env={**env, "RAG_EXPAND_METHOD": "hyde"})
+    assert_one_error_line(result, "RAG_EXPAND_METHOD='hyde'", "phrases, choose, both")
+    assert result.returncode == 2
