@@ -45,7 +45,7 @@ CHOSEN_WEIGHT = 1.0  # choose: RRF weight of the model's choice, next to the que
 HISTORY_TURNS = 2  # a follow-up is read against the last two turns (question + answer each)
 SHORT_FOLLOWUP = 4  # words: a follow-up this short is read against the history even without a pronoun
 MAX_TOKENS_PHRASES = 40  # three phrases of up to four words, as JSON, need about 25
-MAX_TOKENS_REWRITE = 60  # one question
+MAX_TOKENS_REWRITE = 160  # one question (60 cut a long one off mid-JSON in evaluate.py --followups)
 MAX_TOKENS_CHOOSE = 16  # "[3, 12, 7]"
 HISTORY_CHARS = 600  # of each earlier message: enough for a short answer, keeps the prompt small
 
