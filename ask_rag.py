@@ -63,13 +63,17 @@ def print_explain(result, out):
 
 def print_searched(searched, args, out):
     """The rewritten follow-up (always), what --expand added (--explain)."""
-    if searched.rewritten:
-        print(f"→ Gesucht: {searched.question}", file=out)
+    if searched.rewritten or searched.previous:
+        print(f"→ Gesucht: {expand.searched_line(searched.question, searched.rewritten, searched.previous)}", file=out)
     if args.explain and searched.expansions:
         weights = ", ".join(f"{w:g}" for w in searched.weights[1:])
-        print(f"Erweitert: {' · '.join(searched.expansions)}  (Gewicht {weights}; Frage 1)", file=out)
+        print(f"Erweitert: {' · '.join(searched.expansions)}  (Gewicht {weights}; Frage {searched.weights[0]:g})",
+              file=out)
     if args.explain and searched.chosen:
         print(f"Gewählt:   {' · '.join(searched.chosen)}  (vom Modell unter den ersten Treffern)", file=out)
+    if args.explain and searched.feedback:
+        print(f"Rückkopplung: {' · '.join(searched.feedback)}  (Wörter der ersten Treffer, Gewicht "
+              f"{expand.PRF_WEIGHT:g})", file=out)
 
 
 def print_context(sources, out):

@@ -77,15 +77,16 @@ def first_hit(sources, expected):
 
 def evaluate(conn, items, vectors, modes, floor, vector_weight, max_per_file=search.MAX_PER_FILE,
              comparable=search.COMPARABLE, reject=None, expanded=None):
-    """Recall and refusals per mode. expanded: per item ([(text, vector)], weights, chooser or None), the
-    question first, then what rag/expand.py added; their rankings are fused (search.retrieve_fused)."""
+    """Recall and refusals per mode. expanded: per item ([(text, vector)], weights, chooser or None,
+    feedback or None), the question first, then what rag/expand.py added; their rankings are fused
+    (search.retrieve_fused)."""
     rows, misses = {}, []
     for mode in modes:
         hits, times, refused_out, refused_in = [], [], 0, 0
         for n, (item, qvec) in enumerate(zip(items, vectors)):
-            queries, weights, pick = expanded[n] if expanded else ([(item["question"], qvec)], [1.0], None)
+            queries, weights, pick, more = expanded[n] if expanded else ([(item["question"], qvec)], [1.0], None, None)
             started = time.perf_counter()
-            result = search.retrieve_fused(conn, queries, weights, chooser=pick, mode=mode, top_k=DEPTH,
+            result = search.retrieve_fused(conn, queries, weights, chooser=pick, feedback=more, mode=mode, top_k=DEPTH,
                                            floor_cosine=floor, vector_weight=vector_weight,
                                            max_per_file=max_per_file, comparable=comparable, reject_cosine=reject)
             times.append(time.perf_counter() - started)
@@ -891,7 +892,9 @@ def answer_server(args, tmp):
 
 def model_asker(url):
     """rag/expand.py's ask() for a measurement: each prompt asked once (the model answers it the same way
-    every time: temperature 0, fixed seed), and a failing model ends the run with its German line."""
+    every time: temperature 0, fixed seed). When the very first call fails, the run ends with its German
+    line (no model to measure); a later failed call is one warning line on stderr and that question is
+    searched as asked (rag/expand.py falls back), as ask_rag.py does, and the run goes on."""
     ask, answers = expand.asker(url), {}
 
     def ask_once(messages, schema, max_tokens):
@@ -900,7 +903,12 @@ def model_asker(url):
             try:
                 answers[key] = ask(messages, schema, max_tokens)
             except expand.ModelError as exc:
-                raise SystemExit(f"Fehler: {exc}")
+                if not any(not isinstance(a, expand.ModelError) for a in answers.values()):
+                    raise SystemExit(f"Fehler: {exc}")
+                answers[key] = exc
+                print(f"Warnung: {exc} – diese Frage wird so gesucht, wie sie gestellt wurde", file=sys.stderr)
+        if isinstance(answers[key], expand.ModelError):
+            raise answers[key]
         return answers[key]
     return ask_once
 
@@ -927,9 +935,11 @@ def prepare_all(questions, histories, method, ask):
 
 
 def searched_queries(searched, vectors, ask):
-    """Per Searched: ([(text, vector)], weights, chooser or None), the question first (evaluate()'s `expanded`)."""
+    """Per Searched: ([(text, vector)], weights, chooser or None, feedback or None), the question first
+    (evaluate()'s `expanded`)."""
     return [([(t, vectors.get(t)) for t in expand.texts(s.question, s)], s.weights,
-             expand.chooser(s, ask) if s.method in ("choose", "both") else None) for s in searched]
+             expand.chooser(s, ask) if s.method in ("choose", "both") else None,
+             expand.feedback(s) if s.method == "prf" else None) for s in searched]
 
 
 def median_s(searched, key):
@@ -940,8 +950,10 @@ def median_s(searched, key):
 
 def run_expand(args, conn, meta, items, modes, floor, reject):
     """evaluate.py --expand: the question set without and with what rag/expand.py adds (--expand-method)."""
-    with tempfile.TemporaryDirectory(prefix="rag-expand-") as tmp, answer_server(args, tmp) as url:
-        ask = model_asker(url)
+    model = args.expand_method != "prf"  # prf reads the first results only, no model
+    with tempfile.TemporaryDirectory(prefix="rag-expand-") as tmp, \
+            (answer_server(args, tmp) if model else contextlib.nullcontext()) as url:
+        ask = model_asker(url) if model else None
         searched = prepare_all([i["question"] for i in items], [()] * len(items), args.expand_method, ask)
         vectors = embed_all([t for s in searched for t in expand.texts(s.question, s)], args, meta)
         plain = [vectors[i["question"]] for i in items]
@@ -950,7 +962,7 @@ def run_expand(args, conn, meta, items, modes, floor, reject):
         expanded, misses = evaluate(conn, items, plain, modes, floor, args.vector_weight, args.max_per_file,
                                     args.comparable, reject, expanded=searched_queries(searched, vectors, ask))
     rows.update({f"{mode} + erweitert": row for mode, row in expanded.items()})
-    cost = {key: median_s(searched, key) for key in ("expand_s", "choose_s")}
+    cost = {key: median_s(searched, key) for key in ("expand_s", "choose_s", "feedback_s")}
     if args.json:
         print(json.dumps({"modes": rows, "method": args.expand_method, "median_s": cost,
                           "expansions": [s.as_json() for s in searched], "misses": misses if args.misses else None},
@@ -958,10 +970,11 @@ def run_expand(args, conn, meta, items, modes, floor, reject):
         return
     n_out = sum(1 for i in items if not i["expected"])
     print_table(rows, meta, len(items) - n_out, n_out)
-    print(f"(--expand-method {args.expand_method}; Modell je Frage, Median unter der Last dieses Laufs: "
-          f"Suchbegriffe {cost['expand_s']} s, Auswahl {cost['choose_s']} s; was gesucht wurde mit --misses)")
+    print(f"(--expand-method {args.expand_method}; je Frage, Median unter der Last dieses Laufs: Suchbegriffe des "
+          f"Modells {cost['expand_s']} s, Auswahl {cost['choose_s']} s, Rückkopplung {cost['feedback_s']} s; "
+          f"was gesucht wurde mit --misses)")
     for s in searched if args.misses else []:
-        print(f"  {s.original[:100]} → {' · '.join(s.expansions + s.chosen)}")
+        print(f"  {s.original[:100]} → {' · '.join(s.expansions + s.chosen + s.feedback)}")
 
 
 def load_followups(path):
@@ -984,7 +997,10 @@ def run_followups(args, conn, meta, modes, floor, reject):
         ask = model_asker(url)
         rewritten = prepare_all([p["followup"] for p in pairs], histories, None, ask)
         variants = {"Folgefrage allein": [expand.Searched(p["followup"], p["followup"], weights=[1.0]) for p in pairs],
-                    "umgeschrieben": rewritten,
+                    "mit der Frage davor (ohne Modell)": prepare_all([p["followup"] for p in pairs], histories, None,
+                                                                     None),
+                    "umgeschrieben (mit der Frage davor)": rewritten,
+                    "nur umgeschrieben": [expand.Searched(s.original, s.question, weights=[1.0]) for s in rewritten],
                     "eigenständig (von Hand)": [expand.Searched(p["standalone"], p["standalone"], weights=[1.0])
                                                 for p in pairs]}
         if args.expand:
@@ -1001,23 +1017,24 @@ def run_followups(args, conn, meta, modes, floor, reject):
                                                            floor_cosine=floor, vector_weight=args.vector_weight,
                                                            max_per_file=args.max_per_file, comparable=args.comparable,
                                                            reject_cosine=reject).sources, i["expected"])
-                           for (q, w, pick), i in zip(queries, items)]
+                           for (q, w, pick, _), i in zip(queries, items)]
     cost = median_s(rewritten, "rewrite_s")
     if args.json:
         print(json.dumps({"variants": rows, "rewrite_s_median": cost,
                           "rewritten": [{"first": p["first"], "followup": p["followup"], "rewritten": s.question,
                                          "rank_alone": r0, "rank": r}
                                         for p, s, r0, r in zip(pairs, rewritten, ranks["Folgefrage allein"],
-                                                               ranks["umgeschrieben"])]},
+                                                               ranks["umgeschrieben (mit der Frage davor)"])]},
                          ensure_ascii=False))
         return
     print(f"Folgefragen: {len(pairs)} Paare ({args.followups}); umgeschrieben mit der ersten Frage als Verlauf")
-    print("| Variante | Recall@1 | Recall@5 | MRR@10 |")
-    print("|---|---:|---:|---:|")
+    print("| Variante | Recall@1 | Recall@5 | MRR@10 | fälschlich abgelehnt |")
+    print("|---|---:|---:|---:|---:|")
     for name, r in rows.items():
-        print(f"| {name} | {r['recall@1']:.3f} | {r['recall@5']:.3f} | {r['mrr@10']:.3f} |")
-    print(f"(Umschreiben: Median {cost} s je Folgefrage unter der Last dieses Laufs; Rang allein → umgeschrieben)")
-    for p, s, r0, r in zip(pairs, rewritten, ranks["Folgefrage allein"], ranks["umgeschrieben"]):
+        print(f"| {name} | {r['recall@1']:.3f} | {r['recall@5']:.3f} | {r['mrr@10']:.3f} | {r['refused_in_wiki']:.0%} |")
+    print(f"(Umschreiben: Median {cost} s je Folgefrage unter der Last dieses Laufs; Rang allein → umgeschrieben "
+          f"mit der Frage davor)")
+    for p, s, r0, r in zip(pairs, rewritten, ranks["Folgefrage allein"], ranks["umgeschrieben (mit der Frage davor)"]):
         print(f"  [{r0 or '-'} → {r or '-'}] {p['followup']}  → {s.question}")
 
 

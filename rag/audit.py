@@ -109,6 +109,8 @@ def searched_lines(searched):
     if not searched:
         return []
     lines = [f"Gestellt:  {searched['original']}"] if searched.get("rewritten") else []
+    if searched.get("previous"):
+        lines.append(f"Davor:     {searched['previous']}")
     for key, label in (("expansions", "Erweitert"), ("chosen", "Gewählt")):
         if searched.get(key):
             lines.append(f"{label}: {' · '.join(searched[key])}")

@@ -5,7 +5,7 @@
             print(event.data, end="")
 
 Events, in this order (a door turns each into its own format and adds nothing else):
-    searched  the rewritten follow-up, the expansions (rag/expand.py Searched; only with --expand or --rewrite)
+    searched  a follow-up's search, the expansions (rag/expand.py Searched; only with a history or --expand)
     sources   the Retrieval (masked sources, the floor's verdict, how the scan ran)
     prompt    the prompt text sent to the model (only when the model is asked)
     piece     a piece of the answer as it streams (leading/trailing whitespace trimmed)
@@ -65,7 +65,7 @@ class Settings:
     whole_chunks: bool = False  # the model sees every source whole (as in the post), not the parts that fit
     guard: str = "on"  # rag/guard.py: on | off (off: only to measure what the guard does)
     expand: str = None  # rag/expand.py METHODS: also search what the answer model makes of the question; None: off
-    rewrite: bool = False  # rag/expand.py: a follow-up that leans on the history is rewritten first (--chat)
+    rewrite: bool = False  # rag/expand.py: the model rewrites a follow-up that leans on the history (--chat)
 
 
 @dataclasses.dataclass
@@ -230,13 +230,14 @@ def generate(question, retrieval, settings, result, shield):
 def ask(question, settings, history=()):
     """Yield the events of one question (see the module docstring); the last one is "done".
 
-    history: the conversation so far, [{"role": "user"|"assistant", "content": …}], oldest first; with
-    settings.rewrite, a follow-up that leans on it is rewritten into a standalone question (rag/expand.py).
+    history: the conversation so far, [{"role": "user"|"assistant", "content": …}], oldest first;
+    a follow-up that leans on it is searched together with the question before it, and with
+    settings.rewrite also rewritten by the model into a standalone question (rag/expand.py).
     """
     question = (question or "").strip()
     if not question:
         raise CoreError('keine Frage angegeben – so fragen: python3 ask_rag.py "Wie lege ich eine Mailbox an?"')
-    searched = expand.prepare_for(question, history, settings)  # the question as asked, unless --expand/--rewrite
+    searched = expand.prepare_for(question, history, settings)  # the question as asked: no history, no --expand
     timings, question_kind = searched.timings, context.kind(searched.question)
     retrieval, question, masker, raw_sources, meta = retrieve(searched.question, settings, timings, question_kind,
                                                               searched)

@@ -14,10 +14,15 @@ complete_json bound to it):
            too and weighted EXPANSION_WEIGHT, below the question's own 1.0;
   choose   the model reads the headings of the first N_CANDIDATES results and names up to N_CHOSEN
            that answer the question; that choice is one more ranking, weighted CHOSEN_WEIGHT;
-  both     phrases first, then the choice among what the question and the phrases found.
+  both     phrases first, then the choice among what the question and the phrases found;
+  prf      no model: pseudo-relevance feedback (RM3-style). The PRF_TERMS words that weigh most in the
+           first PRF_DOCS results (share of each chunk's words x IDF, the question's own words left out)
+           are searched in full text as one more ranking, weighted PRF_WEIGHT.
 The rankings are fused by weighted RRF in rag/search.py (retrieve_fused), then the per-file cap
-and the floor. A follow-up that leans on the conversation (needs_context) is first rewritten into
-a standalone question from the last HISTORY_TURNS turns. Every answer of the model follows a JSON
+and the floor. A follow-up that leans on the conversation (needs_context) is searched together
+with the question before it (one more text, weighted HISTORY_WEIGHT; the follow-up's own ranking
+FOLLOWUP_WEIGHT: no model needed), and rewritten into a standalone question from the last
+HISTORY_TURNS turns, which is searched and answered in its place. Every answer of the model follows a JSON
 schema (llama-server turns it into a grammar, so it always parses); temperature 0 and a fixed seed:
 the same question gives the same expansion. Personal data is replaced by placeholders before the
 model reads a text and put back afterwards (shield, unshield). When the model cannot be asked,
@@ -26,15 +31,16 @@ the question is searched as it is, with one warning.
 None of the prompts, weights and thresholds here is measured yet (evaluate.py --expand, --followups).
 
 Does not handle: several languages in one question, relative dates ("letzte Woche"), history
-beyond the last two turns, a hypothetical answer passage (HyDE), pseudo-relevance feedback.
+beyond the last two turns, a hypothetical answer passage (HyDE), vector feedback (Rocchio).
 """
 import dataclasses
+import math
 import re
 import time
 
-from . import privacy, search
+from . import german, privacy, search
 
-METHODS = ("phrases", "choose", "both")  # what --expand adds (see above)
+METHODS = ("phrases", "choose", "both", "prf")  # what --expand adds (see above)
 METHOD = "phrases"  # --expand's method unless --expand-method / RAG_EXPAND_METHOD says otherwise
 LONG_QUESTION = 60  # words: a longer message is first cut down to its question part (for the phrases)
 N_PHRASES = 3  # search phrases the model writes
@@ -42,6 +48,10 @@ EXPANSION_WEIGHT = 0.5  # RRF weight of each phrase's ranking; the question's ow
 N_CANDIDATES = 20  # choose: first results (distinct headings) the model reads
 N_CHOSEN = 3  # choose: headings it may name, best first
 CHOSEN_WEIGHT = 1.0  # choose: RRF weight of the model's choice, next to the question's own rankings
+PRF_DOCS = 5  # prf: the first results whose words are read
+PRF_TERMS = 10  # prf: words taken from them
+PRF_CANDIDATES = 40  # prf: the most frequent words of those results whose IDF is looked up
+PRF_WEIGHT = 0.25  # prf: RRF weight of the feedback ranking (the best of 24 settings on both sets, README)
 HISTORY_TURNS = 2  # a follow-up is read against the last two turns (question + answer each)
 SHORT_FOLLOWUP = 4  # words: a follow-up this short is read against the history even without a pronoun
 MAX_TOKENS_PHRASES = 40  # three phrases of up to four words, as JSON, need about 25
@@ -122,9 +132,15 @@ PHRASES_SCHEMA = {"type": "array", "items": {"type": "string", "minLength": 2, "
 REWRITE_SYSTEM = (
     "Du formulierst Folgefragen aus einem Gespräch über das IT-Wiki einer Firma um. Schreibe die letzte Frage so "
     "um, dass sie ohne das Gespräch verständlich ist: Ersetze Wörter wie „sie“, „das“, „dort“ und Auslassungen "
-    "durch das, worauf sie sich beziehen, mit den Begriffen aus dem Gespräch. Beantworte die Frage nicht. Ist die "
-    "Frage schon ohne das Gespräch verständlich, gib sie unverändert zurück.")
+    "durch das, worauf sie sich beziehen, mit den Begriffen aus dem Gespräch. Beantworte die Frage nicht.")
+REWRITE_EXAMPLES = (  # two worked examples (not from eval/followups.jsonl): a 1.5B model copies the pattern
+    ("Frage: Wie richte ich den Drucker im zweiten Stock ein?\nAntwort: Über „Drucker hinzufügen“ [1].\n\n"
+     "Letzte Frage: Und wo finde ich den Treiber dafür?", "Wo finde ich den Treiber für den Drucker im zweiten Stock?"),
+    ("Frage: Wer darf das Zeiterfassungsportal benutzen?\nAntwort: Alle Mitarbeitenden [2].\n\n"
+     "Letzte Frage: Und von zu Hause?", "Darf ich das Zeiterfassungsportal auch von zu Hause benutzen?"))
 REWRITE_SCHEMA = {"type": "string", "minLength": 5, "maxLength": 200}
+FOLLOWUP_WEIGHT = 0.25  # a follow-up that leans on the history: RRF weight of its own ranking …
+HISTORY_WEIGHT = 1.0  # … and of the previous question and the follow-up searched as one text
 
 
 def shield(text, masker, back):
@@ -184,11 +200,36 @@ def standalone(question, history, ask):
     Example: ("Und wie lösche ich sie wieder?", [{"role": "user", "content": "Wie lege ich in Cyrus eine Mailbox an?"}], ask)
              -> "Wie lösche ich eine Mailbox in Cyrus wieder?"
     """
-    prompt = f"Gespräch:\n{recent(history)}\n\nLetzte Frage: {question}"
-    found = ask([{"role": "system", "content": REWRITE_SYSTEM}, {"role": "user", "content": prompt}],
+    prompt = f"{recent(history)}\n\nLetzte Frage: {question}"
+    shots = [m for asked, written in REWRITE_EXAMPLES
+             for m in ({"role": "user", "content": asked}, {"role": "assistant", "content": f'"{written}"'})]
+    found = ask([{"role": "system", "content": REWRITE_SYSTEM}, *shots, {"role": "user", "content": prompt}],
                 REWRITE_SCHEMA, MAX_TOKENS_REWRITE)
     found = " ".join(str(found).split()) if isinstance(found, str) else ""
-    return found or question
+    return found if found and not echoes(found) else question
+
+
+def echoes(text, source=REWRITE_SYSTEM, span=4):
+    """Does the model's text repeat its instructions (any `span` words in a row of `source`)?
+    A small model sometimes answers with its system prompt instead of a question.
+
+    Example: echoes("Ersetze Wörter wie sie, das, dort und …") -> True; echoes("Wie lösche ich eine Mailbox?") -> False
+    """
+    said = re.findall(r"\w+", source.lower())
+    grams = {tuple(said[n:n + span]) for n in range(len(said) - span + 1)}
+    found = re.findall(r"\w+", text.lower())
+    return any(tuple(found[n:n + span]) in grams for n in range(len(found) - span + 1))
+
+
+def previous_question(history):
+    """The last question the user asked before this one ("" when none).
+
+    Example: [{"role": "user", "content": "Wie lege ich eine Mailbox an?"}, {"role": "assistant", "content": "…"}]
+             -> "Wie lege ich eine Mailbox an?"
+    """
+    asked = [str(m.get("content") or "").strip() for m in history if m.get("role") == "user"]
+    asked = [q for q in asked if q]
+    return " ".join(asked[-1].split())[:HISTORY_CHARS] if asked else ""
 
 
 # -- choose: the model reads the headings of the first results and names the ones that answer -----
@@ -241,6 +282,41 @@ def choose(question, listed, ask):
     return [listed[n - 1] for n in dict.fromkeys(numbers)][:N_CHOSEN]
 
 
+# -- prf: words of the first results, no model -----------------------------------------------------
+def feedback_words(question, sources, document_frequency, total, docs=PRF_DOCS, n=PRF_TERMS):
+    """The n words that weigh most in the first `docs` sources: the summed share of each source's
+    content words (4+ letters, no stopwords), the most frequent PRF_CANDIDATES of them times their IDF
+    (document_frequency(word) -> chunks with it, of `total`). The question's words (or their stems)
+    are left out; ties by the word.
+
+    Example: ("Postfach voll?", [Source("Quota › Warnungen", "Die Quota-Warnung kommt bei 90 % …"), …], df, 205)
+             -> ["quota", "warnung", …]
+    """
+    asked = {german.stem(w) for w in german.words(question)}
+    share = {}
+    for source in sources[:docs]:
+        found = [w for w in german.words(f"{source.heading or ''} {source.content}")
+                 if len(w) >= 4 and w.isalpha() and w not in german.STOPWORDS and german.stem(w) not in asked]
+        for word in found:
+            share[word] = share.get(word, 0.0) + 1.0 / len(found)
+    frequent = sorted(share, key=lambda w: (-share[w], w))[:PRF_CANDIDATES]
+    idf = {w: math.log((total - document_frequency(w) + 0.5) / (document_frequency(w) + 0.5) + 1) for w in frequent}
+    return sorted(frequent, key=lambda w: (-share[w] * idf[w], w))[:n]
+
+
+def feedback(searched):
+    """For search.retrieve_fused: (index, the question's own Retrieval) -> [(text, weight)]: the
+    feedback words as one full-text query; records them in searched.feedback."""
+    def from_first(index, first):
+        started = time.monotonic()
+        words_ = feedback_words(searched.question, first.sources, lambda w: index.matching([(w, False)]),
+                                index.lexical_count() or 1, PRF_DOCS, PRF_TERMS)
+        searched.feedback = words_
+        searched.timings.setdefault("feedback_s", round(time.monotonic() - started, 3))
+        return [(" ".join(words_), PRF_WEIGHT)] if words_ else []
+    return from_first
+
+
 # -- one question: what is searched ---------------------------------------------------------------
 class ModelError(Exception):
     """The model could not be asked (unreachable, key refused, no JSON): one German line."""
@@ -250,28 +326,31 @@ class ModelError(Exception):
 class Searched:
     """What was searched for one question: shown by the doors (→ Gesucht: …), in --json and the audit log."""
     original: str  # as asked
-    question: str  # searched and answered: the standalone follow-up, else the original
+    question: str  # searched and answered: the model's standalone follow-up, else the original
     rewritten: bool = False
     method: str = None  # METHODS: what --expand added; None: no expansion
     expansions: list = dataclasses.field(default_factory=list)  # more texts searched, each weighted below
     weights: list = dataclasses.field(default_factory=list)  # RRF weights: the question's, then each expansion's
     chosen: list = dataclasses.field(default_factory=list)  # headings the model chose among the first results
+    feedback: list = dataclasses.field(default_factory=list)  # prf: words of the first results, searched too
+    previous: str = ""  # a follow-up: the question before it, searched together with it (expansions[0])
     warning: str = None  # the model could not be asked: the question was searched as it is
     timings: dict = dataclasses.field(default_factory=dict)  # rewrite_s, expand_s, choose_s (rag/core.py adds its own)
 
     def as_json(self):
         return {"original": self.original, "question": self.question, "rewritten": self.rewritten,
                 "method": self.method, "expansions": self.expansions, "weights": self.weights,
-                "chosen": self.chosen, "warning": self.warning}
+                "chosen": self.chosen, "feedback": self.feedback, "previous": self.previous, "warning": self.warning}
 
     def masked(self, masker):
         """A copy with personal data masked (for the output and the audit log)."""
         return dataclasses.replace(self, original=masker.mask(self.original), question=masker.mask(self.question),
                                    expansions=[masker.mask(e) for e in self.expansions],
-                                   chosen=[masker.mask(c) for c in self.chosen])
+                                   chosen=[masker.mask(c) for c in self.chosen],
+                                   feedback=[masker.mask(w) for w in self.feedback], previous=masker.mask(self.previous))
 
 
-def prepare(question, history=(), expand=None, ask=None, pii="mask", kinds=None, keep=()):
+def prepare(question, history=(), expand=None, ask=None, pii="mask", kinds=None, keep=(), rewrite=True):
     """Searched for a question: rewritten when it is a follow-up that needs the history, expanded with
     the model's phrases when `expand` is "phrases" or "both" (True: METHOD; "choose" asks the model
     later, see chooser). ask(messages, schema, max_tokens) -> JSON, raising ModelError when the server
@@ -285,6 +364,12 @@ def prepare(question, history=(), expand=None, ask=None, pii="mask", kinds=None,
     assert method in METHODS + (None,), method
     searched = Searched(question, question, method=method, weights=[1.0])
     followup, phrasing = bool(history) and needs_context(question), method in ("phrases", "both")
+    before = previous_question(history) if followup else ""
+    if before:  # no model needed: the follow-up is searched together with the question before it
+        searched.previous = before
+        searched.expansions.append(f"{before} {question}")
+        searched.weights = [FOLLOWUP_WEIGHT, HISTORY_WEIGHT]
+    followup = followup and rewrite
     if ask is None or not (followup or phrasing):
         return searched
     masker, back = privacy.Masker(active=pii == "mask", kinds=kinds, keep=keep), {}
@@ -299,8 +384,8 @@ def prepare(question, history=(), expand=None, ask=None, pii="mask", kinds=None,
         if phrasing:
             started = time.monotonic()
             found = phrases(shield(searched.question, masker, back), ask)
-            searched.expansions = [unshield(p, back) for p in found]
-            searched.weights += [EXPANSION_WEIGHT] * len(searched.expansions)
+            searched.expansions += [unshield(p, back) for p in found]
+            searched.weights += [EXPANSION_WEIGHT] * len(found)
             searched.timings["expand_s"] = round(time.monotonic() - started, 3)
     except ModelError as exc:
         searched.warning = f"Frage so gesucht, wie sie gestellt wurde: {exc}"
@@ -344,11 +429,11 @@ def asker(server, api_key=None, model_name=None):
 
 # -- what rag/core.py calls ------------------------------------------------------------------------
 def prepare_for(question, history, settings):
-    """prepare() with rag/core.py's Settings: expansion with settings.expand, the history read only
-    with settings.rewrite; nothing is asked without either (the question is searched as it is)."""
-    return prepare(question, history if settings.rewrite else (), settings.expand,
-                   asker(settings.server, settings.api_key, settings.llm_model_name),
-                   settings.pii, settings.pii_kinds, settings.pii_keep)
+    """prepare() with rag/core.py's Settings: expansion with settings.expand; a follow-up is always
+    searched together with the question before it (no model), and rewritten by the model only with
+    settings.rewrite; without --expand and --rewrite the model is not asked here."""
+    return prepare(question, history, settings.expand, asker(settings.server, settings.api_key, settings.llm_model_name),
+                   settings.pii, settings.pii_kinds, settings.pii_keep, rewrite=settings.rewrite)
 
 
 def texts(question, searched=None):
@@ -363,18 +448,33 @@ def retrieve(index, queries, searched, settings, **options):
     """search.retrieve_fused over [(text, vector)] of texts() with searched's weights; with the method
     choose or both, the model's choice among the first results is one more ranking. options: retrieve()'s.
     No searched, no expansions, no choice: exactly search.retrieve()."""
-    pick = None
+    pick = more = None
     if searched is not None and searched.method in ("choose", "both"):
         pick = chooser(searched, asker(settings.server, settings.api_key, settings.llm_model_name),
                        settings.pii, settings.pii_kinds, settings.pii_keep)
-    return search.retrieve_fused(index, queries, searched.weights if searched else [1.0], chooser=pick, **options)
+    if searched is not None and searched.method == "prf":
+        more = feedback(searched)
+    return search.retrieve_fused(index, queries, searched.weights if searched else [1.0], chooser=pick,
+                                 feedback=more, **options)
 
 
 def shown(searched, masker):
     """What the doors show of `searched`, masked; None when the question was searched as asked."""
-    if searched is not None and (searched.rewritten or searched.method or searched.warning):
+    if searched is not None and (searched.rewritten or searched.previous or searched.method or searched.warning):
         return searched.masked(masker)
     return None
+
+
+def searched_line(question, rewritten=False, previous=""):
+    """What "→ Gesucht:" shows for a follow-up (one line, every door).
+
+    Example: ("Wie lösche ich eine Mailbox?", True, "Wie lege ich …?") -> "Wie lösche ich eine Mailbox? (mit der Frage davor)";
+             ("Und wie lösche ich sie?", False, "Wie lege ich eine Mailbox an?")
+             -> "Und wie lösche ich sie? (mit der Frage davor: „Wie lege ich eine Mailbox an?“)"
+    """
+    if not previous:
+        return question
+    return f"{question} (mit der Frage davor)" if rewritten else f"{question} (mit der Frage davor: „{previous}“)"
 
 
 def json_field(searched):

@@ -21,7 +21,7 @@ request are ignored (the door's own settings answer).
 import time
 import uuid
 
-from . import answer, factcheck, guard, support
+from . import answer, expand, factcheck, guard, support
 
 MODEL = "wiki"  # the model id; "wiki/mail" = only pages below mail/
 CREATED = 0  # /v1/models "created": the wiki has no release date
@@ -91,7 +91,10 @@ def footnotes(result):
 
 def searched_line(searched):
     """The rewritten follow-up before the answer. Example: {"rewritten": True, "question": "Wie …?"} -> "→ Gesucht: Wie …?\n\n" """
-    return f"→ Gesucht: {searched['question']}\n\n" if searched and searched.get("rewritten") else ""
+    if not searched or not (searched.get("rewritten") or searched.get("previous")):
+        return ""
+    line = expand.searched_line(searched["question"], searched.get("rewritten"), searched.get("previous"))
+    return f"→ Gesucht: {line}\n\n"
 
 
 def new_id():

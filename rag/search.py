@@ -275,7 +275,7 @@ def whole_sections(index, sources, max_chars=SECTION_MAX):
 
 
 def retrieve_fused(index, queries, weights, top_k=4, max_per_file=MAX_PER_FILE, comparable=COMPARABLE, chooser=None,
-                   **options):
+                   feedback=None, **options):
     """retrieve() for the question and its expansions, fused by weighted RRF, then the per-file cap.
     queries: [(text, vector or None)], the question first; weights: one per text; options: as for retrieve().
     One text and no chooser: exactly retrieve().
@@ -287,14 +287,21 @@ def retrieve_fused(index, queries, weights, top_k=4, max_per_file=MAX_PER_FILE, 
     expansion found gets ranks["expanded"] (its best rank there). Floor: weak only when every text is weak.
     chooser(ranked sources) -> (doc ids, weight): one more ranking, added by RRF (rag/expand.py: the
     model's choice among the first results); a chosen chunk gets ranks["chosen"].
+    feedback(index, the question's Retrieval) -> [(text, weight)]: more texts, searched in full text only
+    and fused like the expansions (rag/expand.py prf); they never decide the floor.
     Example: [("Postfach voll, was tun?", v0), ("Quota erhöhen", v1)], [1.0, 0.5]
              -> Retrieval(sources=[Source(heading="… › Quota erhöhen", ranks={"lexical": 4, "expanded": 1}), …])
     """
-    if len(queries) == 1 and chooser is None:
+    if len(queries) == 1 and chooser is None and feedback is None:
         return retrieve(index, *queries[0], top_k=top_k, max_per_file=max_per_file, comparable=comparable, **options)
     index = store.as_store(index)
     found = [retrieve(index, text, vec, top_k=top_k, max_per_file=max_per_file, comparable=comparable,
                       capped=False, **options) for text, vec in queries]
+    judged, weights = len(found), list(weights)  # judged: the texts whose floor counts
+    for text, weight in feedback(index, found[0]) if feedback is not None else []:
+        found.append(retrieve(index, text, None, top_k=top_k, max_per_file=max_per_file, comparable=comparable,
+                              capped=False, **options))
+        weights.append(weight)
     if found[0].mode == "hybrid":  # each score is RRF over the text's own rankings already: add them up
         scores = {}
         for r, weight in zip(found, weights):
@@ -329,7 +336,7 @@ def retrieve_fused(index, queries, weights, top_k=4, max_per_file=MAX_PER_FILE, 
         for source in result.sources:
             if source.cosine is None:
                 source.cosine = missing.get(source.doc_id)
-    result.weak = all(r.weak for r in found)
+    result.weak = all(r.weak for r in found[:judged])
     result.weak_reason = result.weak_reason if result.weak else ""
     return result
 

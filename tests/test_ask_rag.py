@@ -323,9 +323,10 @@ def test_chat_rewrites_a_follow_up_and_shows_what_it_searched(env):
     assert result.stderr == ""
     first, second = result.stdout.split("→ Gesucht: ")
     assert first.startswith("2 GB [2].") and first.count("\nQuellen:\n") == 1
-    assert second.startswith("Welche Quota bekommt die Mailbox?\n2 GB [2].") and second.count("\nQuellen:\n") == 1
+    assert second.startswith("Welche Quota bekommt die Mailbox? (mit der Frage davor)\n2 GB [2].")
+    assert second.count("\nQuellen:\n") == 1
     (rewrite,) = server.structured()
-    sent = rewrite["body"]["messages"][1]["content"]
+    sent = rewrite["body"]["messages"][-1]["content"]
     assert f"Frage: {QUESTION}" in sent and "Antwort: 2 GB [2]." in sent
     assert "Letzte Frage: Und wie viel Platz hat sie?" in sent
     assert server.completions()[-1]["body"]["prompt"].endswith("Frage: Welche Quota bekommt die Mailbox?\nAntwort:")

@@ -28,6 +28,7 @@ XSS_PAGE = """\
     Softwarecenter <img src=x onerror="window.__xss = 2"> unter „Lager“.
     """
 QUESTION = "Wie lege ich in Cyrus IMAP eine neue Mailbox an?"
+FOLLOW_UP = "Und wie viel Platz bekommt sie?"  # after QUESTION: the mailbox's quota (mailbox-quota.md is served)
 XSS_QUESTION = "Wo finde ich den Treiber für den Etikettendrucker Zebra im Lager?"
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                   "--disable-component-update", "--disable-sync", "--no-first-run", "--window-size=1200,2000"]
@@ -145,3 +146,16 @@ def test_wiki_text_with_script_and_onerror_shows_as_text(served, driver):
     assert '<img src=x onerror="window.__xss = 2">' in item.find_element(By.CSS_SELECTOR, ".text").text
     assert driver.find_elements(By.CSS_SELECTOR, "#ergebnis img, #ergebnis script") == []
     assert driver.execute_script("return window.__xss === undefined")
+
+
+def test_a_follow_up_on_the_page_is_searched_with_the_question_before_it(served, driver):
+    from selenium.webdriver.common.by import By
+    driver.get(served.url + "/")
+    assert ask(driver, QUESTION).startswith("Fertig")
+    assert not driver.find_element(By.ID, "gesucht").is_displayed()  # the first question stands alone
+    assert ask(driver, FOLLOW_UP).startswith("Fertig")
+    searched = driver.find_element(By.ID, "gesucht")
+    assert searched.is_displayed() and searched.text == f"→ Gesucht: {FOLLOW_UP} (mit der Frage davor: „{QUESTION}“)"
+    driver.find_element(By.ID, "neu").click()  # a new conversation: the same words stand alone again
+    ask(driver, FOLLOW_UP)
+    assert not driver.find_element(By.ID, "gesucht").is_displayed()

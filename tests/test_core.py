@@ -117,17 +117,21 @@ MAILBOX_TURN = [{"role": "user", "content": "Wie lege ich eine Mailbox an?"},
 FOLLOW_UP = "Und wie viel Platz hat sie?"
 
 
-def test_without_rewrite_and_expand_the_history_changes_nothing(settings):
+def test_without_rewrite_the_model_is_not_asked_but_the_question_before_is_searched_too(settings):
     with FakeLlamaServer(template=GEMMA_TEMPLATE, answer=["2 GB [1]."]) as server:
         settings.server = server.url
         alone = list(core.ask(FOLLOW_UP, settings))
         with_history = list(core.ask(FOLLOW_UP, settings, MAILBOX_TURN))
-    assert server.structured() == [] and [e.kind for e in with_history] == [e.kind for e in alone]
-    assert "searched" not in [e.kind for e in with_history] and with_history[-1].data.searched is None
-    assert with_history[-1].data.as_json() == {**alone[-1].data.as_json(), "timings": with_history[-1].data.timings}
-    assert "searched" not in with_history[-1].data.as_json()
+        standalone = list(core.ask(QUESTION, settings, MAILBOX_TURN))  # needs no context: the history changes nothing
+    assert server.structured() == []  # no rewrite asked of the model
+    assert "searched" not in [e.kind for e in alone] and alone[-1].data.searched is None
+    assert [e.kind for e in with_history][:2] == ["searched", "sources"]
+    searched = with_history[-1].data.searched
+    assert searched.previous == MAILBOX_TURN[0]["content"] and not searched.rewritten
+    assert searched.question == FOLLOW_UP and with_history[-1].data.question == FOLLOW_UP
+    assert "searched" not in [e.kind for e in standalone] and standalone[-1].data.searched is None
     entries = [json.loads(line) for line in open(settings.audit, encoding="utf-8")]
-    assert "searched" not in entries[-1] and entries[-1]["question"] == FOLLOW_UP
+    assert "searched" not in entries[0] and entries[1]["searched"]["previous"] == MAILBOX_TURN[0]["content"]
 
 
 def test_a_follow_up_is_rewritten_shown_before_the_sources_and_audited_next_to_the_original(settings):
@@ -142,7 +146,7 @@ def test_a_follow_up_is_rewritten_shown_before_the_sources_and_audited_next_to_t
     assert searched.rewritten and searched.question == "Welche Quota bekommt die Mailbox?"
     assert searched.original == FOLLOW_UP and done.question == searched.question and done.searched is searched
     (rewrite,) = server.structured()
-    assert "Letzte Frage: Und wie viel Platz hat sie?" in rewrite["body"]["messages"][1]["content"]
+    assert "Letzte Frage: Und wie viel Platz hat sie?" in rewrite["body"]["messages"][-1]["content"]
     assert rewrite["body"]["temperature"] == 0 and rewrite["body"]["seed"] == llm.SEED
     assert "Frage: Welche Quota bekommt die Mailbox?" in server.completions()[0]["body"]["messages"][1]["content"]
     assert done.retrieval.sources[0].path == "mail/mailbox-anlegen.md"

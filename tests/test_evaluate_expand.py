@@ -64,11 +64,13 @@ def test_followups_compare_alone_rewritten_and_by_hand(fake_embedding, small_wik
         (rewrite,) = server.structured()
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
-    assert lines[0].startswith("Folgefragen: 1 Paare") and lines[1] == "| Variante | Recall@1 | Recall@5 | MRR@10 |"
-    assert [line.split(" | ")[0] for line in lines[3:6]] == ["| Folgefrage allein", "| umgeschrieben",
-                                                              "| eigenständig (von Hand)"]
+    assert lines[0].startswith("Folgefragen: 1 Paare")
+    assert lines[1] == "| Variante | Recall@1 | Recall@5 | MRR@10 | fälschlich abgelehnt |"
+    assert [line.split(" | ")[0] for line in lines[3:8]] == [
+        "| Folgefrage allein", "| mit der Frage davor (ohne Modell)", "| umgeschrieben (mit der Frage davor)",
+        "| nur umgeschrieben", "| eigenständig (von Hand)"]
     assert lines[-1].endswith("Und wie groß ist sie?  → Welche Quota bekommt die Mailbox?")
-    assert "Frage: Wie lege ich eine Mailbox an?" in rewrite["body"]["messages"][1]["content"]
+    assert "Frage: Wie lege ich eine Mailbox an?" in rewrite["body"]["messages"][-1]["content"]
 
 
 def test_followups_json_lists_each_rewritten_question_with_its_ranks(fake_embedding, small_wiki, tmp_path):
@@ -79,8 +81,9 @@ def test_followups_json_lists_each_rewritten_question_with_its_ranks(fake_embedd
                             env=env, timeout=120)
     assert result.returncode == 0, result.stderr
     out = json.loads(result.stdout)
-    assert list(out["variants"]) == ["Folgefrage allein", "umgeschrieben", "eigenständig (von Hand)",
-                                     "umgeschrieben + erweitert"]
+    assert list(out["variants"]) == ["Folgefrage allein", "mit der Frage davor (ohne Modell)",
+                                     "umgeschrieben (mit der Frage davor)", "nur umgeschrieben",
+                                     "eigenständig (von Hand)", "umgeschrieben + erweitert"]
     (row,) = out["rewritten"]
     assert row["rewritten"] == "Welche Quota bekommt die Mailbox?" and isinstance(row["rank"], int)
 

@@ -87,7 +87,7 @@ def test_a_follow_up_is_rewritten_from_the_last_two_turns_only():
     assert searched.original == "Und wie lösche ich sie wieder?" and "rewrite_s" in searched.timings
     (call,) = model.calls
     assert call["schema"] == expand.REWRITE_SCHEMA and call["messages"][0]["content"] == expand.REWRITE_SYSTEM
-    user = call["messages"][1]["content"]
+    user = call["messages"][-1]["content"]  # after the two worked examples
     assert "Letzte Frage: Und wie lösche ich sie wieder?" in user and "Mailbox" in user and "A3" not in user
 
 
@@ -107,14 +107,18 @@ def test_a_rewritten_follow_up_is_expanded_too():
     model = Model("Wie lösche ich eine Mailbox in Cyrus IMAP?", ["Mailbox löschen", "cyradm dm"])
     searched = expand.prepare("Und wie lösche ich sie?", MAILBOX, expand=True, ask=model)
     assert searched.question == "Wie lösche ich eine Mailbox in Cyrus IMAP?"
-    assert searched.expansions == ["Mailbox löschen", "cyradm dm"]
+    assert searched.expansions[1:] == ["Mailbox löschen", "cyradm dm"]
+    assert searched.weights == [expand.FOLLOWUP_WEIGHT, expand.HISTORY_WEIGHT] + [expand.EXPANSION_WEIGHT] * 2
     assert model.calls[1]["messages"][1]["content"] == "Wie lösche ich eine Mailbox in Cyrus IMAP?"
 
 
 def test_a_failing_model_leaves_the_question_and_one_warning():
     model = Model(expand.ModelError("llama-server unter http://127.0.0.1:9 nicht erreichbar – starten mit: …"))
     searched = expand.prepare("Und wie lösche ich sie?", MAILBOX, expand=True, ask=model)
-    assert searched.question == "Und wie lösche ich sie?" and searched.expansions == [] and searched.weights == [1.0]
+    assert searched.question == "Und wie lösche ich sie?" and not searched.rewritten
+    # what needs no model stays: the follow-up searched together with the question before it
+    assert searched.expansions == [f"{MAILBOX[0]['content']} Und wie lösche ich sie?"]
+    assert searched.weights == [expand.FOLLOWUP_WEIGHT, expand.HISTORY_WEIGHT]
     assert "nicht erreichbar" in searched.warning and "\n" not in searched.warning
     assert len(model.calls) == 1  # after the first failure the model is not asked again
 
@@ -125,8 +129,10 @@ def test_personal_data_never_reaches_the_model_but_stays_in_the_search():
     searched = expand.prepare("Und wem gehört 030 23125123?", history, expand=True, ask=model)
     assert "23125123" not in model.sent() and "1234567" not in model.sent()
     assert searched.question == "Wem gehört die Nummer 030 23125123 im Telefonbuch?"
-    assert searched.expansions == ["Telefonbuch 030 23125123"]
+    assert searched.expansions == ["Wer hat die Durchwahl 040 1234567? Und wem gehört 030 23125123?",
+                                   "Telefonbuch 030 23125123"]  # searched (never sent to the model) as asked
     assert "[TELEFON 1]" in searched.masked(privacy.Masker()).question
+    assert "1234567" not in searched.masked(privacy.Masker()).previous
 
 
 def test_model_output_that_is_no_list_gives_no_phrases():
@@ -228,3 +234,32 @@ def test_the_chooser_shows_the_model_no_personal_data():
 def test_asker_turns_a_server_failure_into_a_model_error():
     with pytest.raises(expand.ModelError, match="nicht erreichbar"):
         expand.asker("http://127.0.0.1:9")([{"role": "user", "content": "x"}], {"type": "string"}, 5)
+
+
+def test_a_follow_up_is_searched_with_the_question_before_it_without_a_model():
+    searched = expand.prepare("Und wie lösche ich sie wieder?", MAILBOX)  # no model at all
+    assert searched.previous == MAILBOX[0]["content"] and not searched.rewritten
+    assert expand.texts(searched.question, searched) == ["Und wie lösche ich sie wieder?",
+                                                         f"{MAILBOX[0]['content']} Und wie lösche ich sie wieder?"]
+    assert searched.weights[0] < searched.weights[1]
+    line = expand.searched_line(searched.question, searched.rewritten, searched.previous)
+    assert line == f"Und wie lösche ich sie wieder? (mit der Frage davor: „{MAILBOX[0]['content']}“)"
+    assert expand.prepare("Wie lösche ich eine Mailbox in Cyrus IMAP?", MAILBOX).expansions == []  # stands alone
+
+
+def test_a_rewrite_that_repeats_the_instructions_is_not_taken():
+    echo = "Ersetze Wörter wie sie, das, dort und Auslassungen durch das, worauf sie sich beziehen."
+    searched = expand.prepare("Und wie lösche ich sie wieder?", MAILBOX, ask=Model(echo))
+    assert searched.question == "Und wie lösche ich sie wieder?" and not searched.rewritten
+    assert expand.echoes(echo) and not expand.echoes("Wie lösche ich eine Mailbox in Cyrus IMAP wieder?")
+
+
+def test_feedback_words_come_from_the_first_results_without_the_questions_words():
+    first = [search.Source(1, "a.md", 0, "Quota › Warnungen", "Die Quota-Warnung kommt bei 90 Prozent. Quota erhöhen.", []),
+             search.Source(2, "b.md", 0, "VPN", "Das VPN verbindet mit dem Firmennetz.", [])]
+    df = {"quota": 2, "warnung": 1, "warnungen": 1}.get
+    found = expand.feedback_words("Mein Postfach ist voll, Warnung?", first, lambda w: df(w, 5), 10, docs=1, n=3)
+    assert found[0] == "quota" and "warnung" not in found and "postfach" not in found
+    assert all(w not in found for w in ("verbindet", "firmennetz"))  # the second result is not read (docs=1)
+    assert expand.feedback_words("x", first, lambda w: 1, 10, docs=2, n=3) == \
+        expand.feedback_words("x", first, lambda w: 1, 10, docs=2, n=3)  # deterministic, ties by the word

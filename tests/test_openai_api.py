@@ -125,12 +125,13 @@ def test_with_rewrite_a_follow_up_is_rewritten_and_shown_before_the_answer(fake_
             stream = list(client_without_key(server).chat.completions.create(model="wiki", messages=messages,
                                                                              stream=True))
     content = completion.choices[0].message.content
-    assert content.startswith("→ Gesucht: Welche Quota bekommt die Mailbox?\n\n2 GB [1].\n\nQuellen:")
+    assert content.startswith("→ Gesucht: Welche Quota bekommt die Mailbox? (mit der Frage davor)\n\n2 GB [1].\n\nQuellen:")
     assert "".join(c.choices[0].delta.content or "" for c in stream) == content
     rag = completion.model_extra["rag"]
     assert rag["searched"]["original"] == "Und wie viel Platz hat sie?" and rag["question"] == rag["searched"]["question"]
     (rewrite, _) = fake.structured()
-    assert "Frage: " + QUESTION in rewrite["body"]["messages"][1]["content"]
+    assert "Frage: " + QUESTION in rewrite["body"]["messages"][-1]["content"]
+    assert rag["searched"]["previous"] == QUESTION  # searched together with the question before it
 
 
 def client_without_key(server):

@@ -135,6 +135,30 @@ def test_real_far_question_is_refused_without_asking_the_model(indexed, answer_s
     assert out["llm_called"] is False and out["answer"] == answer.NO_INFO
 
 
+LAYPERSON = ("Hallo zusammen, mein Mailprogramm meckert seit heute früh, dass mein Postfach fast voll ist. "
+             "Wie bekomme ich mehr Platz? Danke, Birgit")
+
+
+def test_real_expansion_and_rewrite_are_the_same_every_time(indexed, answer_server):
+    """temperature 0 and a fixed seed (rag/llm.py): the same question gives the same phrases and the
+    same standalone follow-up on the same model; both parse (JSON schema), neither is empty."""
+    from rag import expand
+    _, env, _ = indexed
+    runs = []
+    for _ in range(2):
+        result = run_script("ask_rag.py", "--retrieve-only", "--expand", "--json", LAYPERSON,
+                            env={**env, "LLAMA_SERVER_URL": answer_server.url})
+        assert result.returncode == 0 and result.stderr == "", result.stderr
+        runs.append(load_json(result.stdout)["searched"])
+    assert runs[0]["expansions"] and runs[0]["warning"] is None
+    assert runs[0]["expansions"] == runs[1]["expansions"]
+    ask = expand.asker(answer_server.url)
+    history = [{"role": "user", "content": QUESTION}, {"role": "assistant", "content": "Mit cm [2]."}]
+    rewritten = [expand.prepare("Und wie lösche ich sie wieder?", history, ask=ask) for _ in range(2)]
+    assert rewritten[0].warning is None and rewritten[0].question.strip()
+    assert rewritten[0].question == rewritten[1].question and rewritten[0].expansions == rewritten[1].expansions
+
+
 def test_real_server_down_is_one_line(indexed):
     _, env, _ = indexed
     from rag.server_process import free_port

@@ -62,6 +62,21 @@ def test_events_stream_in_order_with_the_chunk_text_as_data(env):
     assert events[-1][1]["answer"] == "Mit cm [1]." and not events[-1][1]["no_info"]
 
 
+def test_a_follow_up_is_read_against_the_pages_history(env):
+    history = [{"role": "user", "content": QUESTION}, {"role": "assistant", "content": "Mit cm [1]."},
+               {"role": "system", "content": "dropped"}, "no message"]
+    with FakeLlamaServer(answer=["Mit dm [1]."]) as fake, Serving({**env, "LLAMA_SERVER_URL": fake.url}) as server:
+        events = ask(server.url, "Und wie lösche ich sie?", history=history)
+        alone = ask(server.url, "Und wie lösche ich sie?")
+        broken = ask(server.url, "Und wie lösche ich sie?", history="kein Verlauf")
+    kinds = [kind for kind, _ in events]
+    assert kinds[0] == "searched" and kinds[1] == "sources"
+    searched = events[0][1]
+    assert searched["previous"] == QUESTION and searched["question"] == "Und wie lösche ich sie?"
+    assert not searched["rewritten"]  # the model rewrites only with --rewrite; the history is searched without it
+    assert [k for k, _ in alone][0] == "sources" and [k for k, _ in broken][0] == "sources"
+
+
 def test_folder_list_and_filter(env):
     with FakeLlamaServer() as fake, Serving({**env, "LLAMA_SERVER_URL": fake.url}) as server:
         folders = requests.get(server.url + "/api/folders", timeout=10).json()
