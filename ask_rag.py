@@ -235,11 +235,11 @@ def parse_args(argv=None):
                              f"(RAG_EXPAND_METHOD, Standard: {expand.METHOD})")
     parser.add_argument("--chat", action="store_true",
                         help="Gespräch im Terminal: eine Frage nach der anderen; eine Folgefrage („Und wie lösche ich "
-                             "sie wieder?“) wird mit den letzten zwei Runden zur eigenständigen Frage (→ Gesucht: …); "
+                             "sie wieder?“) wird zusammen mit der Frage davor gesucht (→ Gesucht: …); "
                              "leere Zeile oder Strg-D beendet")
     parser.add_argument("--rewrite", action="store_true", default=os.environ.get("RAG_REWRITE") == "1",
-                        help="Folgefragen mit dem Verlauf umschreiben, auch in der API von --serve (RAG_REWRITE=1; "
-                             "mit --chat immer)")
+                        help="Folgefragen zusätzlich vom Antwortmodell umschreiben lassen, auch in --serve "
+                             "(RAG_REWRITE=1; mit dem 1,5B-Modell gemessen schlechter, README)")
     parser.add_argument("--retrieve-only", action="store_true", help="nur suchen und Quellen zeigen, kein LLM")
     parser.add_argument("--json", action="store_true", help="genau ein JSON-Objekt ausgeben")
     parser.add_argument("--explain", action="store_true", help="Suchtext, Suchstufe und Ränge je Modus zeigen")
@@ -286,7 +286,6 @@ def parse_args(argv=None):
     if args.expand_method not in expand.METHODS:  # argparse checks the choices of a flag, not of RAG_EXPAND_METHOD
         fail(f"RAG_EXPAND_METHOD={args.expand_method!r} gibt es nicht – {', '.join(expand.METHODS)} angeben", 2)
     args.expand = args.expand_method if args.expand else None  # core.Settings.expand: the method, or off
-    args.rewrite = args.rewrite or args.chat
     if args.pii not in privacy.MODES:
         fail(f"--pii/RAG_PII={args.pii!r} gibt es nicht – mask, flag oder off angeben", 2)
     try:

@@ -251,7 +251,7 @@ def ask(question, settings, history=()):
         else:
             result.llm_called = True
             shield = guard.Shield(retrieval.sources, settings.guard != "off")  # prompt copies: no live instruction
-            yield from generate(question, retrieval, settings, result, shield)
+            yield from generate(expand.with_previous(question, result.searched), retrieval, settings, result, shield)
             yield Event("checks", check(result, retrieval, question, masker, shield))
         result.text = masker.mask(result.text)  # a value the model wrote itself stays out of the log
     write_audit(settings, result, raw_sources, meta)

@@ -28,7 +28,9 @@ the same question gives the same expansion. Personal data is replaced by placeho
 model reads a text and put back afterwards (shield, unshield). When the model cannot be asked,
 the question is searched as it is, with one warning.
 
-None of the prompts, weights and thresholds here is measured yet (evaluate.py --expand, --followups).
+Measured (README "Fragen, wie Leute fragen"; evaluate.py --expand, --followups): searching a follow-up
+with the question before it lifts Recall@5 from 0.692 to 0.897; the model's rewrite and every
+expansion method help little or hurt with the default 1.5B model, so both stay off by default.
 
 Does not handle: several languages in one question, relative dates ("letzte Woche"), history
 beyond the last two turns, a hypothetical answer passage (HyDE), vector feedback (Rocchio).
@@ -132,12 +134,9 @@ PHRASES_SCHEMA = {"type": "array", "items": {"type": "string", "minLength": 2, "
 REWRITE_SYSTEM = (
     "Du formulierst Folgefragen aus einem Gespräch über das IT-Wiki einer Firma um. Schreibe die letzte Frage so "
     "um, dass sie ohne das Gespräch verständlich ist: Ersetze Wörter wie „sie“, „das“, „dort“ und Auslassungen "
-    "durch das, worauf sie sich beziehen, mit den Begriffen aus dem Gespräch. Beantworte die Frage nicht.")
-REWRITE_EXAMPLES = (  # two worked examples (not from eval/followups.jsonl): a 1.5B model copies the pattern
-    ("Frage: Wie richte ich den Drucker im zweiten Stock ein?\nAntwort: Über „Drucker hinzufügen“ [1].\n\n"
-     "Letzte Frage: Und wo finde ich den Treiber dafür?", "Wo finde ich den Treiber für den Drucker im zweiten Stock?"),
-    ("Frage: Wer darf das Zeiterfassungsportal benutzen?\nAntwort: Alle Mitarbeitenden [2].\n\n"
-     "Letzte Frage: Und von zu Hause?", "Darf ich das Zeiterfassungsportal auch von zu Hause benutzen?"))
+    "durch das, worauf sie sich beziehen, mit den Begriffen aus dem Gespräch. Beantworte die Frage nicht. Ist die "
+    "Frage schon ohne das Gespräch verständlich, gib sie unverändert zurück.")  # two worked examples in front made
+# the 1.5B model copy the first question (evaluate.py --followups: R@5 0.487 rewritten alone, README)
 REWRITE_SCHEMA = {"type": "string", "minLength": 5, "maxLength": 200}
 FOLLOWUP_WEIGHT = 0.25  # a follow-up that leans on the history: RRF weight of its own ranking …
 HISTORY_WEIGHT = 1.0  # … and of the previous question and the follow-up searched as one text
@@ -200,10 +199,8 @@ def standalone(question, history, ask):
     Example: ("Und wie lösche ich sie wieder?", [{"role": "user", "content": "Wie lege ich in Cyrus eine Mailbox an?"}], ask)
              -> "Wie lösche ich eine Mailbox in Cyrus wieder?"
     """
-    prompt = f"{recent(history)}\n\nLetzte Frage: {question}"
-    shots = [m for asked, written in REWRITE_EXAMPLES
-             for m in ({"role": "user", "content": asked}, {"role": "assistant", "content": f'"{written}"'})]
-    found = ask([{"role": "system", "content": REWRITE_SYSTEM}, *shots, {"role": "user", "content": prompt}],
+    prompt = f"Gespräch:\n{recent(history)}\n\nLetzte Frage: {question}"
+    found = ask([{"role": "system", "content": REWRITE_SYSTEM}, {"role": "user", "content": prompt}],
                 REWRITE_SCHEMA, MAX_TOKENS_REWRITE)
     found = " ".join(str(found).split()) if isinstance(found, str) else ""
     return found if found and not echoes(found) else question
@@ -475,6 +472,18 @@ def searched_line(question, rewritten=False, previous=""):
     if not previous:
         return question
     return f"{question} (mit der Frage davor)" if rewritten else f"{question} (mit der Frage davor: „{previous}“)"
+
+
+def with_previous(question, searched):
+    """The question as the answer model reads it: a follow-up that was not rewritten names the question
+    before it, so that "sie" has something to point at (searched: the masked copy the doors show).
+
+    Example: ("Und wie lösche ich sie?", previous "Wie lege ich eine Mailbox an?")
+             -> "Und wie lösche ich sie? (Folgefrage zu: „Wie lege ich eine Mailbox an?“)"
+    """
+    if searched is None or not searched.previous or searched.rewritten:
+        return question
+    return f"{question} (Folgefrage zu: „{searched.previous}“)"
 
 
 def json_field(searched):

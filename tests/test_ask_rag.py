@@ -315,9 +315,23 @@ def test_under_restricts_the_search_to_a_folder(env):
 
 
 # -- --chat and --expand (rag/expand.py) ----------------------------------------------------------
-def test_chat_rewrites_a_follow_up_and_shows_what_it_searched(env):
+def test_chat_searches_a_follow_up_with_the_question_before_it_without_asking_the_model_for_it(env):
     with FakeLlamaServer(replies=['"Welche Quota bekommt die Mailbox?"'], answer=["2 GB", " [2]."]) as server:
         result = run_script("ask_rag.py", "--chat", env={**env, "LLAMA_SERVER_URL": server.url}, timeout=60,
+                            input=f"{QUESTION}\nUnd welche Quota bekommt sie?\n")
+    assert result.returncode == 0 and result.stderr == "", result.stderr
+    first, second = result.stdout.split("→ Gesucht: ")
+    assert second.startswith(f"Und welche Quota bekommt sie? (mit der Frage davor: „{QUESTION}“)\n2 GB [2].")
+    assert server.structured() == []  # no rewrite without --rewrite
+    assert server.completions()[-1]["body"]["prompt"].endswith(
+        f"Frage: Und welche Quota bekommt sie? (Folgefrage zu: „{QUESTION}“)\nAntwort:")
+    entries = [json.loads(line) for line in open(env["RAG_AUDIT"], encoding="utf-8")]
+    assert entries[-1]["searched"]["previous"] == QUESTION and entries[-1]["question"] == "Und welche Quota bekommt sie?"
+
+
+def test_chat_with_rewrite_rewrites_a_follow_up_and_shows_what_it_searched(env):
+    with FakeLlamaServer(replies=['"Welche Quota bekommt die Mailbox?"'], answer=["2 GB", " [2]."]) as server:
+        result = run_script("ask_rag.py", "--chat", "--rewrite", env={**env, "LLAMA_SERVER_URL": server.url}, timeout=60,
                             input=f"{QUESTION}\nUnd wie viel Platz hat sie?\n")
     assert result.returncode == 0, result.stderr
     assert result.stderr == ""
@@ -340,7 +354,7 @@ def test_chat_rewrites_a_follow_up_and_shows_what_it_searched(env):
 
 def test_chat_json_is_one_object_per_question(env):
     with FakeLlamaServer(replies=['"Welche Quota bekommt die Mailbox?"']) as server:
-        result = run_script("ask_rag.py", "--chat", "--json", env={**env, "LLAMA_SERVER_URL": server.url},
+        result = run_script("ask_rag.py", "--chat", "--rewrite", "--json", env={**env, "LLAMA_SERVER_URL": server.url},
                             timeout=60, input=f"{QUESTION}\nUnd wie viel Platz hat sie?\n\n")
     assert result.returncode == 0, result.stderr
     first, second = [json.loads(line) for line in result.stdout.splitlines()]
