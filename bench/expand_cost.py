@@ -15,10 +15,11 @@ llama-embedding process, as by default):
               2. --retrieve-only without, 3. with --expand                -> added_s = 3 − 2
               share = added_s / (answer_s + added_s). The model's calls alone: expand_s (phrases)
               and choose_s (the choice among the first results), as the method asks for them.
-  rewriting   per pair of eval/followups.jsonl: the first question answered (its answer is the
-              history), then the follow-up answered with that history and --rewrite (as --chat):
-              rewrite_s (the model's call; embedding and search stay one text) and its answer
-              time; share = rewrite_s / answer time.
+  follow-ups  per pair of eval/followups.jsonl: the first question answered (its answer is the
+              history); the follow-up --retrieve-only alone and with that history (the default: it is
+              searched together with the question before it, no model) -> carry_s = with − alone;
+              then answered with the history and --rewrite: rewrite_s (the model's call) and its
+              answer time; share = rewrite_s / answer time. --questions 0: only the follow-ups.
 
 Each question is asked once in each way, in this order, so llama-server's prompt cache never holds
 the prompt being timed. Medians over the questions.
@@ -96,12 +97,15 @@ def rewrite_rows(pairs, base):
     for pair in pairs:
         _, first = timed_run(pair["first"], dataclasses.replace(base, no_floor=True))
         history = [{"role": "user", "content": pair["first"]}, {"role": "assistant", "content": first.text or ""}]
+        alone_s, _ = timed_run(pair["followup"], dataclasses.replace(base, retrieve_only=True))
+        with_s, _ = timed_run(pair["followup"], dataclasses.replace(base, retrieve_only=True), history)
         answer_s, done = timed_run(pair["followup"], dataclasses.replace(base, no_floor=True, rewrite=True), history)
         rewrite_s = checked(done).timings.get("rewrite_s")  # None: the follow-up needed no history
         rewritten = done.searched.question if done.searched else pair["followup"]
-        rows.append({"followup": pair["followup"], "rewritten": rewritten, "answer_s": answer_s,
+        rows.append({"followup": pair["followup"], "rewritten": rewritten, "answer_s": answer_s, "carry_s": with_s - alone_s,
                      "rewrite_s": rewrite_s, "share": rewrite_s / answer_s if rewrite_s is not None else None})
-        print(f"  +{rewrite_s} s zu {answer_s:.1f} s: {pair['followup']} → {rewritten}",
+        print(f"  +{with_s - alone_s:.2f} s mit der Frage davor, +{rewrite_s} s umgeschrieben, zu {answer_s:.1f} s: "
+              f"{pair['followup']} → {rewritten}",
               file=sys.stderr, flush=True)
     return rows
 
@@ -147,6 +151,7 @@ def main():
            "choose_s": common.median([r["choose_s"] for r in expansion if r["choose_s"] is not None]),
            "expand_share": common.median([r["share"] for r in expansion]),
            "answer_s": common.median([r["answer_s"] for r in expansion]),
+           "carry_s": common.median([r["carry_s"] for r in rewriting]),
            "rewrite_s": common.median([r["rewrite_s"] for r in rewriting if r["rewrite_s"] is not None]),
            "rewrite_share": common.median([r["share"] for r in rewriting if r["share"] is not None]),
            "followup_answer_s": common.median([r["answer_s"] for r in rewriting])}
@@ -157,7 +162,10 @@ def main():
               "median": med, "expansion": expansion, "rewriting": rewriting,
               "goals": [{"goal": f"expansion adds ≤ {GOAL_EXPAND_S:.0f} s (median)",
                          "met": med["added_s"] is not None and med["added_s"] <= GOAL_EXPAND_S, "value": med["added_s"]},
-                        {"goal": f"rewriting adds ≤ {GOAL_REWRITE_S:.0f} s (median)",
+                        {"goal": f"a follow-up (default: with the question before it) adds ≤ {GOAL_REWRITE_S:.0f} s "
+                                 f"(median)",
+                         "met": med["carry_s"] is not None and med["carry_s"] <= GOAL_REWRITE_S, "value": med["carry_s"]},
+                        {"goal": f"rewriting (--rewrite) adds ≤ {GOAL_REWRITE_S:.0f} s (median)",
                          "met": med["rewrite_s"] is not None and med["rewrite_s"] <= GOAL_REWRITE_S,
                          "value": med["rewrite_s"]}]}
     common.emit(args, report, render(report))
@@ -175,9 +183,11 @@ def render(report):
                  {"step": "  davon das Modell: Suchbegriffe", "seconds": m["expand_s"]},
                  {"step": "  davon das Modell: Auswahl unter den Treffern", "seconds": m["choose_s"]},
                  {"step": "  ganze Antwort ohne --expand", "seconds": m["answer_s"]},
-                 {"step": "Folgefrage umschreiben (Modell)", "seconds": m["rewrite_s"], "share": m["rewrite_share"]},
+                 {"step": "Folgefrage mit der Frage davor suchen (Standard)", "seconds": m["carry_s"]},
+                 {"step": "Folgefrage umschreiben (--rewrite, Modell)", "seconds": m["rewrite_s"],
+                  "share": m["rewrite_share"]},
                  {"step": "  ganze Antwort der Folgefrage", "seconds": m["followup_answer_s"]}]), ""]
-    lines += [common.goal_line(g["goal"], g["met"], g["value"]) for g in report["goals"]]
+    lines += [common.goal_line(g["goal"], g["met"], g["value"]) for g in report["goals"] if g["value"] is not None]
     return "\n".join(lines)
 
 
