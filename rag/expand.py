@@ -218,15 +218,20 @@ def echoes(text, source=REWRITE_SYSTEM, span=4):
     return any(tuple(found[n:n + span]) in grams for n in range(len(found) - span + 1))
 
 
-def previous_question(history):
-    """The last question the user asked before this one ("" when none).
+def previous_question(history, turns=HISTORY_TURNS):
+    """The question(s) the user asked before this one ("" when none): the last one, and when it leaned
+    on the conversation itself, the one before it too (at most `turns`), cut to HISTORY_CHARS.
 
-    Example: [{"role": "user", "content": "Wie lege ich eine Mailbox an?"}, {"role": "assistant", "content": "…"}]
-             -> "Wie lege ich eine Mailbox an?"
+    Example: [user "Wie lege ich eine Mailbox an?", assistant "…", user "Und wie lösche ich sie?", …]
+             -> "Wie lege ich eine Mailbox an? Und wie lösche ich sie?"
     """
-    asked = [str(m.get("content") or "").strip() for m in history if m.get("role") == "user"]
-    asked = [q for q in asked if q]
-    return " ".join(asked[-1].split())[:HISTORY_CHARS] if asked else ""
+    asked = [" ".join(str(m.get("content") or "").split()) for m in history if m.get("role") == "user"]
+    picked = []
+    for question in reversed([q for q in asked if q]):
+        picked.insert(0, question)
+        if len(picked) == turns or not needs_context(question):
+            break
+    return " ".join(picked)[:HISTORY_CHARS]
 
 
 # -- choose: the model reads the headings of the first results and names the ones that answer -----

@@ -263,3 +263,11 @@ def test_feedback_words_come_from_the_first_results_without_the_questions_words(
     assert all(w not in found for w in ("verbindet", "firmennetz"))  # the second result is not read (docs=1)
     assert expand.feedback_words("x", first, lambda w: 1, 10, docs=2, n=3) == \
         expand.feedback_words("x", first, lambda w: 1, 10, docs=2, n=3)  # deterministic, ties by the word
+
+
+def test_a_chain_of_follow_ups_keeps_the_question_that_stands_alone():
+    chain = MAILBOX + [{"role": "user", "content": "Und wie lösche ich sie wieder?"}, {"role": "assistant", "content": "-"}]
+    searched = expand.prepare("Und wenn ich das aus Versehen gemacht habe?", chain)
+    assert searched.previous == f"{MAILBOX[0]['content']} Und wie lösche ich sie wieder?"
+    standalone = [{"role": "user", "content": "Wie lösche ich eine Mailbox in Cyrus IMAP?"}] + chain[1:]
+    assert expand.previous_question(standalone[:1]) == "Wie lösche ich eine Mailbox in Cyrus IMAP?"
