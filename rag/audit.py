@@ -111,7 +111,7 @@ def searched_lines(searched):
     lines = [f"Gestellt:  {searched['original']}"] if searched.get("rewritten") else []
     if searched.get("previous"):
         lines.append(f"Davor:     {searched['previous']}")
-    for key, label in (("expansions", "Erweitert"), ("chosen", "Gewählt")):
+    for key, label in (("expansions", "Erweitert"), ("chosen", "Gewählt"), ("feedback", "Rückkopplung")):
         if searched.get(key):
             lines.append(f"{label}: {' · '.join(searched[key])}")
     if searched.get("warning"):

@@ -271,3 +271,12 @@ def test_a_chain_of_follow_ups_keeps_the_question_that_stands_alone():
     assert searched.previous == f"{MAILBOX[0]['content']} Und wie lösche ich sie wieder?"
     standalone = [{"role": "user", "content": "Wie lösche ich eine Mailbox in Cyrus IMAP?"}] + chain[1:]
     assert expand.previous_question(standalone[:1]) == "Wie lösche ich eine Mailbox in Cyrus IMAP?"
+
+
+def test_the_audit_names_the_question_before_the_expansions_and_the_feedback():
+    from rag import audit
+    searched = expand.prepare("Und wie lösche ich sie wieder?", MAILBOX)
+    searched.feedback = ["quota"]
+    assert audit.searched_lines(searched.as_json()) == [
+        f"Davor:     {MAILBOX[0]['content']}", f"Erweitert: {MAILBOX[0]['content']} Und wie lösche ich sie wieder?",
+        "Rückkopplung: quota"]
