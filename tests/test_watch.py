@@ -23,9 +23,20 @@ class Watcher:
         self.proc = subprocess.Popen([sys.executable, str(ROOT / "build_index.py"), "--wiki", str(wiki), "--watch",
                                       "--interval", str(INTERVAL), *args], env={**os.environ, **env},
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
-        self.out = queue.Queue()
+        self.out, self.err, self.err_done = queue.Queue(), [], threading.Event()
         threading.Thread(target=lambda: [self.out.put(line.rstrip("\n")) for line in self.proc.stdout],
                          daemon=True).start()
+        threading.Thread(target=self.drain_stderr, daemon=True).start()  # a full pipe would block the watcher
+
+    def drain_stderr(self):
+        for line in self.proc.stderr:
+            self.err.append(line)
+        self.err_done.set()
+
+    def stderr(self, timeout=10):
+        """All of stderr, once the process has closed it."""
+        self.err_done.wait(timeout)
+        return "".join(self.err)
 
     def next_line(self, timeout=30):
         return self.out.get(timeout=timeout)
@@ -62,7 +73,7 @@ def test_an_edited_page_is_searchable_within_3_s_and_ctrl_c_exits_130(small_wiki
         asked = run_script("ask_rag.py", "--retrieve-only", "--json", "--mode", "lexical", "Quarantäne", env=store_env)
         watcher.proc.send_signal(signal.SIGINT)
         watcher.proc.wait(timeout=20)
-        err = watcher.proc.stderr.read()
+        err = watcher.stderr()
     finally:
         watcher.kill()
     assert found - saved <= 3.0, f"searchable {found - saved:.2f} s after the save"
