@@ -903,7 +903,7 @@ def model_asker(url):
             try:
                 answers[key] = ask(messages, schema, max_tokens)
             except expand.ModelError as exc:
-                if not any(not isinstance(a, expand.ModelError) for a in answers.values()):
+                if all(isinstance(a, expand.ModelError) for a in answers.values()):  # no call has worked yet
                     raise SystemExit(f"Fehler: {exc}")
                 answers[key] = exc
                 print(f"Warnung: {exc} – diese Frage wird so gesucht, wie sie gestellt wurde", file=sys.stderr)

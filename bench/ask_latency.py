@@ -142,8 +142,7 @@ def main():
     parser.add_argument("--top-k", type=int, help="Chunks im Prompt (an ask_rag.py; Standard: dessen Standard)")
     parser.add_argument("--json", action="store_true", help="genau ein JSON-Objekt ausgeben")
     args = parser.parse_args()
-    common.require((args.embedding_bin, "llama-embedding"), (args.server_bin, "llama-server"), (args.model, "Modell"),
-                   (args.llm_model, "LLM-Modell"))
+    common.require_llama(args)
     info = common.machine()
     chosen = items(args.questions)
     asked = [item["question"] for item in chosen]

@@ -167,6 +167,12 @@ def median(values):
     return statistics.median(values) if values else None
 
 
+def require_llama(args):
+    """common.require for a benchmark's llama-embedding, llama-server, embedding model and answer model."""
+    require((args.embedding_bin, "llama-embedding"), (args.server_bin, "llama-server"), (args.model, "Modell"),
+            (args.llm_model, "LLM-Modell"))
+
+
 def timed(function, *args):
     """(seconds, result) of one call. Example: timed(sum, [1, 2]) -> (1e-06, 3)"""
     start = time.perf_counter()

@@ -126,8 +126,7 @@ def main():
     parser.add_argument("--max-tokens", type=int, help="Antwortlänge (Standard: die von ask_rag.py)")
     parser.add_argument("--json", action="store_true", help="genau ein JSON-Objekt ausgeben")
     args = parser.parse_args()
-    common.require((args.embedding_bin, "llama-embedding"), (args.server_bin, "llama-server"), (args.model, "Modell"),
-                   (args.llm_model, "LLM-Modell"))
+    common.require_llama(args)
     info = common.machine()
     chosen = spread(jsonl("questions_layperson.jsonl"), args.questions)
     questions = [i["question"] for i in chosen]

@@ -144,23 +144,6 @@ def warm_embedder(settings, log_path=None):
 
 
 
-HISTORY_MESSAGES = 8  # of a history sent by a door: the last messages kept (rag/expand.py reads two turns)
-
-
-def history_of(value):
-    """A history as a door received it (JSON), reduced to [{"role": "user"|"assistant", "content": str}];
-    anything else is dropped, so a malformed history means a question that stands alone.
-
-    Example: history_of([{"role": "user", "content": "A"}, {"role": "system", "content": "B"}, 3])
-             -> [{"role": "user", "content": "A"}]
-    """
-    if not isinstance(value, list):
-        return []
-    turns = [{"role": m["role"], "content": m["content"]} for m in value
-             if isinstance(m, dict) and m.get("role") in ("user", "assistant") and isinstance(m.get("content"), str)]
-    return turns[-HISTORY_MESSAGES:]
-
-
 def answer_events(question, settings, history=()):
     """One question as (kind, JSON) pairs: (searched,) sources, piece…, checks, and last ("done", result_json).
 

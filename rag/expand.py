@@ -302,7 +302,8 @@ def feedback_words(question, sources, document_frequency, total, docs=PRF_DOCS, 
         for word in found:
             share[word] = share.get(word, 0.0) + 1.0 / len(found)
     frequent = sorted(share, key=lambda w: (-share[w], w))[:PRF_CANDIDATES]
-    idf = {w: math.log((total - document_frequency(w) + 0.5) / (document_frequency(w) + 0.5) + 1) for w in frequent}
+    df = {w: document_frequency(w) for w in frequent}  # one full-text count per word
+    idf = {w: math.log((total - df[w] + 0.5) / (df[w] + 0.5) + 1) for w in frequent}
     return sorted(frequent, key=lambda w: (-share[w] * idf[w], w))[:n]
 
 

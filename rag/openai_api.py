@@ -34,20 +34,26 @@ def text_of(content):
     return content if isinstance(content, str) else ""
 
 
+def turns(messages):
+    """The user and assistant messages of a list as {"role", "content": text}; anything else is dropped
+    (the API's messages, the page's history). Example: [system "S", user "A", 3] -> [{"role": "user", "content": "A"}]"""
+    if not isinstance(messages, list):
+        return []
+    return [{"role": m.get("role"), "content": text_of(m.get("content"))} for m in messages
+            if isinstance(m, dict) and m.get("role") in ("user", "assistant")]
+
+
 def question_and_history(messages):
     """(question, history): the last user message, and the user/assistant messages before it.
 
     Example: [system, user "A", assistant "B", user "C"] -> ("C", [{"role": "user", "content": "A"},
                                                                   {"role": "assistant", "content": "B"}])
     """
-    if not isinstance(messages, list):
-        return "", []
-    turns = [{"role": m.get("role"), "content": text_of(m.get("content"))} for m in messages
-             if isinstance(m, dict) and m.get("role") in ("user", "assistant")]
-    last = max((i for i, m in enumerate(turns) if m["role"] == "user"), default=None)
+    turns_ = turns(messages)
+    last = max((i for i, m in enumerate(turns_) if m["role"] == "user"), default=None)
     if last is None:
         return "", []
-    return turns[last]["content"], turns[:last]
+    return turns_[last]["content"], turns_[:last]
 
 
 def folder_of(model):

@@ -277,7 +277,7 @@ def make_handler(state):
         def ask_page(self, body):
             under = body.get("under") if isinstance(body.get("under"), str) else None
             question = body.get("question") if isinstance(body.get("question"), str) else ""
-            history = doors.history_of(body.get("history"))  # the page's last turns: a follow-up is read against them
+            history = openai_api.turns(body.get("history"))  # the page's last turns: a follow-up is read against them
             events = doors.answer_events(question, doors.request_settings(state.settings, under), history)
             first = self.first(events, api=False)
             if first is None:
