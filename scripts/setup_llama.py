@@ -90,6 +90,11 @@ CMAKE_FLAGS = [
     "-DLLAMA_BUILD_EXAMPLES=ON", "-DLLAMA_BUILD_TOOLS=ON", "-DLLAMA_BUILD_SERVER=ON",
     "-DLLAMA_USE_PREBUILT_UI=OFF", "-DLLAMA_BUILD_UI=OFF", "-DLLAMA_OPENSSL=OFF",
     "-DLLAMA_CURL=OFF",
+    # -march=native turns on Intel AMX where the CPU has it; where the kernel or sandbox does not grant the
+    # AMX tile state, every llama-server and llama-embedding died at the first matrix product (SIGSEGV in
+    # ggml_backend_amx_mul_mat, seen on a Xeon with amx_int8). AVX2/AVX-512 stay native.
+    "-DCMAKE_C_FLAGS=-mno-amx-tile -mno-amx-int8 -mno-amx-bf16",
+    "-DCMAKE_CXX_FLAGS=-mno-amx-tile -mno-amx-int8 -mno-amx-bf16",
 ]
 
 
