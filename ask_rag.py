@@ -107,6 +107,8 @@ def print_answer(done, out):
     elif done.answerable and done.answerable["refused"]:
         print(f"{done.text}  (das Antwortmodell sieht die Frage in den Quellen nicht beantwortet: "
               f"P(ja) {done.answerable['p_yes']:.2f} < {done.answerable['threshold']}; die Kandidaten:)", file=out)
+    elif done.answered_by == "source":
+        print("(Schritte wörtlich aus der Quelle übernommen, nicht vom Modell geschrieben)", file=out)
     if not done.retrieval.sources:
         print("Keine passenden Stellen im Wiki gefunden.", file=out)
         return
@@ -164,7 +166,7 @@ def parse_args(argv=None):
         epilog="Umgebungsvariablen: RAG_DB, LLAMA_EMBEDDING, RAG_EMBED_MODEL, LLAMA_SERVER_URL, RAG_TOP_K, "
                "RAG_EMBED_VIA, RAG_EMBED_URL, RAG_EMBED_MODEL_NAME, RAG_API_KEY, RAG_LLM_MODEL_NAME, "
                "RAG_MODE, RAG_VECTOR_WEIGHT, RAG_FLOOR_COSINE, RAG_AUDIT, RAG_PII, RAG_PII_KINDS, RAG_PII_KEEP, RAG_UNDER, RAG_GUARD, "
-               "RAG_ANN, RAG_EXPAND, RAG_EXPAND_METHOD, RAG_REWRITE; für --serve: RAG_SERVE_HOST, RAG_SERVE_PORT, RAG_SERVE_KEY, RAG_SERVE_SLOTS, RAG_SERVE_QUEUE.")
+               "RAG_ANN, RAG_STEPS, RAG_EXPAND, RAG_EXPAND_METHOD, RAG_REWRITE; für --serve: RAG_SERVE_HOST, RAG_SERVE_PORT, RAG_SERVE_KEY, RAG_SERVE_SLOTS, RAG_SERVE_QUEUE.")
     parser.add_argument("question", nargs="?", help="die Frage (in Anführungszeichen)")
     parser.add_argument("--db", default=config.env_str("RAG_DB", "knowledge.db"),
                         help="Index: SQLite-Datei oder PostgreSQL-DSN postgresql://… (RAG_DB, Standard: knowledge.db)")
@@ -222,6 +224,10 @@ def parse_args(argv=None):
     parser.add_argument("--whole-chunks", action="store_true", default=bool(os.environ.get("RAG_WHOLE_CHUNKS")),
                         help="die Quellen ganz in den Prompt (wie im Artikel), statt nur der Sätze, Schritte und "
                              "Tabellenzeilen, die zur Frage passen (RAG_WHOLE_CHUNKS=1)")
+    parser.add_argument("--steps", choices=("source", "model"), default=config.env_str("RAG_STEPS", "source"),
+                        help="How-to-Fragen: source übernimmt die nummerierten Schritte der Quelle wörtlich, das "
+                             "Modell prüft nur, ob die Quellen die Frage beantworten (Standard); model lässt das "
+                             "Modell die Schritte schreiben (RAG_STEPS)")
     parser.add_argument("--under", default=os.environ.get("RAG_UNDER"), metavar="ORDNER",
                         help="nur Seiten unterhalb dieses Wiki-Ordners durchsuchen, z. B. mail/ (RAG_UNDER)")
     parser.add_argument("--expand", action="store_true", default=os.environ.get("RAG_EXPAND") == "1",
@@ -283,6 +289,8 @@ def parse_args(argv=None):
                         help="als MCP-Server über stdin/stdout laufen (Werkzeuge search_wiki, ask_wiki; rag/mcp_server.py)")
     args = parser.parse_args(joined_kinds(sys.argv[1:] if argv is None else argv))
     args.server = args.server.rstrip("/").removesuffix("/v1")  # an OpenAI base URL (…/v1) works too
+    if args.steps not in ("source", "model"):  # argparse checks the choices of the flag only
+        fail(f"RAG_STEPS={args.steps!r} gibt es nicht – source oder model angeben", 2)
     if args.expand_method not in expand.METHODS:  # argparse checks the choices of a flag, not of RAG_EXPAND_METHOD
         fail(f"RAG_EXPAND_METHOD={args.expand_method!r} gibt es nicht – {', '.join(expand.METHODS)} angeben", 2)
     args.expand = args.expand_method if args.expand else None  # core.Settings.expand: the method, or off

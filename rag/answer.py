@@ -11,6 +11,8 @@ Does not handle: checking that a cited source really supports the sentence (that
 import os
 import re
 
+from . import context
+
 NO_INFO = "Dazu habe ich keine Information."
 INSTRUCTIONS = (  # keep it short: small models lose long instructions
     "Beantworte die Frage kurz und nur mit den Quellen; nenne die Nummer der Quelle, z. B. [1]. "
@@ -72,6 +74,18 @@ def prefill(task, procedure=None):
     Example: prefill("howto", 2) -> "Laut Quelle [2]:\n1."; prefill("fact") -> None
     """
     return f"Laut Quelle [{procedure}]:\n1." if task == "howto" and procedure else None
+
+
+def steps_answer(procedure, section):
+    """A how-to answer without the model: the section the answer comes from (rag/context.py best_section(),
+    at most search.SECTION_MAX characters), verbatim, one step, list item, sentence, table row or code
+    block a line, under the number of its source. None for an empty section.
+
+    Example: steps_answer(2, "Als Admin:\n\n1. Per SSH anmelden.\n2. Mit `cm` anlegen. Wert in KB.")
+             -> "Laut Quelle [2]:\nAls Admin:\n1. Per SSH anmelden.\n2. Mit `cm` anlegen. Wert in KB."
+    """
+    lines = [unit.text for unit in context.units(section or "")]
+    return "\n".join([f"Laut Quelle [{procedure}]:", *lines]) if lines else None
 
 
 def task_text(task, procedure=None):

@@ -35,7 +35,12 @@ def check_messages(prefix):
 
     Example: prefix SYSTEM + "\\n\\nQuellen … Frage: x" -> [system, user "Quellen … Frage: x\\nBeantworten …"]
     """
-    return answer.split_chat(prefix + "\n" + CHECK)
+    return answer.split_chat(check_text(prefix))
+
+
+def check_text(prefix):
+    """The check's prompt as one text (what the audit log and --show-prompt show of it)."""
+    return prefix + "\n" + CHECK
 
 
 def share_yes(top_logprobs):

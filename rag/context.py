@@ -30,6 +30,8 @@ from . import german
 BUDGET = 1600  # characters of source text in the prompt, all sources together (~480 tokens)
 FIRST_SHARE = 0.45  # the first source may use this share of BUDGET; the others share the rest
 PROCEDURE_MAX = 2000  # a how-to procedure longer than this is cut to its best units like any source (= SECTION_MAX)
+SHAPE_BONUS = 0.01  # best_section(): cosine bonus for a numbered list, code block or bullets, and the penalty for
+INTRO_PENALTY = 0.01  # a page's opening chunk (measured on the how-to questions of eval/answers.jsonl: README)
 KEEP_RATIO = 0.5  # a unit is kept while its score is at least this share of its source's best unit
 
 Unit = namedtuple("Unit", "kind text")  # kind: sentence | item | row | code
@@ -48,6 +50,7 @@ HOWTO_WORDS = re.compile(  # verbs of a procedure anywhere in the question
     r"einstellen|ändern|aendern|vorgehen)\b", re.I)
 LIST_ITEM = re.compile(r"^\s*(?:[-*+•]|\d{1,2}[.)])\s+")
 NUMBERED = re.compile(r"^\s*\d{1,2}[.)]\s+", re.M)
+BULLET = re.compile(r"^\s*[-*+•]\s+", re.M)
 FENCE = re.compile(r"^\s*(```|~~~)")
 ABBREVIATIONS = {"z", "b", "d", "h", "u", "a", "bzw", "ca", "nr", "abs", "dr", "inkl", "ggf", "evtl", "usw", "etc",
                  "vgl", "s", "str", "tel", "bspw", "max", "min", "mind", "zzgl", "i", "e", "o", "v", "prof", "st"}
@@ -165,11 +168,34 @@ def steps(content):
 
 
 def best_procedure(sources, terms, weights, vocab):
-    """Index of the how-to source to keep whole: a procedure, most of the question covered, then the best
-    rank; None if no source is a procedure. Ties keep the earlier source."""
+    """Index of the how-to source the model sees whole (--steps model): a procedure, most of the question
+    covered, then the best rank; None if no source is a procedure. Ties keep the earlier source."""
     candidates = [(-score(f"{s.heading}\n{s.content}", terms, weights, vocab), n)
                   for n, s in enumerate(sources) if is_procedure(s.content) and len(s.content) <= PROCEDURE_MAX]
     return min(candidates)[1] if candidates else None
+
+
+def shaped(content):
+    """A chunk that reads like a procedure: a numbered list, a code block or at least two bullet items."""
+    return is_procedure(content) or len(BULLET.findall(content)) >= 2
+
+
+def is_intro(source):
+    """A page's opening chunk (its heading path is the page title alone); it mostly points to the sections below."""
+    return "›" not in (source.heading or "")
+
+
+def best_section(sources):
+    """Index of the source a how-to answer is taken from: the best cosine to the question, with SHAPE_BONUS for
+    a procedure's shape and INTRO_PENALTY for a page's opening chunk; ties (and sources without a cosine,
+    --mode lexical) keep the better rank. None without sources.
+
+    Example: cosines 0.913 (page intro), 0.919 (numbered steps) -> 1
+    """
+    def key(n):
+        s = sources[n]
+        return ((s.cosine or 0.0) + SHAPE_BONUS * shaped(s.content) - INTRO_PENALTY * is_intro(s), -n)
+    return max(range(len(sources)), key=key) if sources else None
 
 
 def shorten(source, terms, weights, vocab, budget):

@@ -63,6 +63,8 @@ class Settings:
     under: str = None  # only pages below this folder, e.g. "mail/"
     ann: bool = False  # PostgreSQL: HNSW preselection, rescored exactly; False: the store decides by size
     whole_chunks: bool = False  # the model sees every source whole (as in the post), not the parts that fit
+    steps: str = "source"  # how-to answers: "source" = the procedure's steps verbatim (rag/answer.py steps_answer),
+    #                        "model" = the answer model writes them
     guard: str = "on"  # rag/guard.py: on | off (off: only to measure what the guard does)
     expand: str = None  # rag/expand.py METHODS: also search what the answer model makes of the question; None: off
     rewrite: bool = False  # rag/expand.py: the model rewrites a follow-up that leans on the history (--chat)
@@ -77,6 +79,7 @@ class Answer:
     model: str = None
     prompt: str = None
     kind: str = None  # "howto" or "fact" (rag/context.py)
+    answered_by: str = None  # "model", or "source": a how-to answer's steps verbatim from the source (steps="source")
     answerable: dict = None  # {"p_yes", "threshold", "refused"} of the check before the answer
     citations: dict = None
     evidence: list = None  # [{"n", "text"}]: verbatim source units that support the answer (rag/support.py)
@@ -95,7 +98,7 @@ class Answer:
                 "best_cosine": None if r.best_cosine is None else round(r.best_cosine, 6),
                 "scan": r.scan, "scan_processes": r.scan_processes, "scan_candidates": r.scan_candidates,
                 "under": r.under,
-                "kind": self.kind, "answerable": self.answerable,
+                "kind": self.kind, "answered_by": self.answered_by, "answerable": self.answerable,
                 "citations": self.citations, "evidence": self.evidence, "support": self.support,
                 "unsupported": self.unsupported, "guard": self.guard, "sources": [s.as_json() for s in r.sources],
                 "timings": self.timings, **expand.json_field(self.searched)}
@@ -198,7 +201,11 @@ def generate(question, retrieval, settings, result, shield):
         info = llm.server_info(settings.server, settings.api_key, settings.llm_model_name)
         chat = info["chat_template"] if settings.prompt_format == "auto" else settings.prompt_format == "chat"
         result.model = info.get("model")
-        prefix, result.prompt, procedure = prompt_for(question, shield.guarded(retrieval), settings, result.kind, chat)
+        guarded = shield.guarded(retrieval)  # prompt copies: no live instruction
+        prefix, result.prompt, procedure = prompt_for(question, guarded, settings, result.kind, chat)
+        section = context.best_section(guarded.sources) if result.kind == "howto" and settings.steps == "source" \
+            else None  # how-to: the section that answers it, verbatim; the model only checks that the sources do
+        steps = answer.steps_answer(section + 1, guarded.sources[section].content) if section is not None else None
         limit = answerable.threshold(result.model) if settings.answer_threshold is None else settings.answer_threshold
         started = time.monotonic()  # first_token_s counts from here: the check is part of the wait
         if chat and limit:  # no threshold measured for this model (or 0): no check
@@ -209,6 +216,13 @@ def generate(question, retrieval, settings, result, shield):
             if refused:
                 result.text = answer.NO_INFO
                 return
+        if steps:
+            result.answered_by, result.prompt = "source", answerable.check_text(prefix) if chat and limit else None
+            result.timings["first_token_s"] = round(time.monotonic() - started, 3)
+            result.text = "".join(shield.screen([steps]))
+            yield Event("piece", result.text)
+            return
+        result.answered_by = "model"
         yield Event("prompt", result.prompt)
         pieces, llm_timings = [], {}
         max_tokens = settings.max_tokens or MAX_TOKENS[result.kind]

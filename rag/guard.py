@@ -311,7 +311,8 @@ class Shield:
         elif any(shares_words(text, p, LEAK_WORDS) for p in prompts):
             report["replaced"] = "gibt die Anweisungen wieder"
         elif REMOVED in text:
-            text = " ".join(text.replace(REMOVED, " ").split()) or answer.NO_INFO
+            lines = (" ".join(line.replace(REMOVED, " ").split()) for line in text.split("\n"))  # keeps the lines
+            text = "\n".join(line for line in lines if line) or answer.NO_INFO
         if report["replaced"]:
             text = answer.NO_INFO
         for item in report["flagged"] + report["withheld"]:  # the model's values, masked like the answer (rag/privacy.py)

@@ -39,7 +39,7 @@ HEADER = re.compile(r"^\s*(?:laut|nach|gemäß|siehe)?\s*(?:quelle|quellen)\s*\[
 
 def statements(answer):
     """(text, cited numbers) per statement, in order, the [n] markers taken out of the text. A line
-    "Laut Quelle [2]:" gives [2] to the list items after it that cite nothing.
+    "Laut Quelle [2]:" gives [2] to the lines after it that cite nothing, up to the next blank line.
 
     Example: "Laut Quelle [2]:\n1. SSH.\n2. `cm` [3]." -> [("Laut Quelle [2]:", [2]), ("1. SSH", [2]), ("2. `cm`", [3])]
              "Die Hotline ist 0421 555 3090. [3]" -> [("Die Hotline ist 0421 555 3090", [3])]
@@ -47,11 +47,10 @@ def statements(answer):
     out, inherited = [], []
     for line in answer.split("\n"):
         if not line.strip():
+            inherited = []  # a source line covers the lines below it up to the next blank line
             continue
         step = bool(STEP.match(line))
         own = numbers(line) if step else []  # an item's [n] covers each of its sentences
-        if not step:
-            inherited = []
         for part in context.sentences(line.strip()):
             cited = numbers(part)
             if HEADER.match(part):
@@ -63,7 +62,7 @@ def statements(answer):
                 if cited and out and not out[-1][1]:
                     out[-1] = (out[-1][0], cited)
                 continue
-            out.append((text, cited or own or (inherited if step else [])))
+            out.append((text, cited or own or inherited))
     return out
 
 

@@ -86,7 +86,9 @@ def fake_embedding(tmp_path):
     model = tmp_path / "fake-model.gguf"
     model.write_bytes(b"GGUF fake")
     env = {"LLAMA_EMBEDDING": str(binary), "RAG_EMBED_MODEL": str(model),
-           "RAG_DB": str(tmp_path / "knowledge.db"), "RAG_AUDIT": str(tmp_path / "audit.jsonl")}
+           "RAG_DB": str(tmp_path / "knowledge.db"), "RAG_AUDIT": str(tmp_path / "audit.jsonl"),
+           "RAG_STEPS": "model"}  # how-to answers from the fake model, as these tests check them; the verbatim
+    #                               steps (the default) have tests of their own (test_core.py, test_ask_rag.py)
     return env
 
 

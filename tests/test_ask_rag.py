@@ -429,3 +429,23 @@ def test_an_unknown_expand_method_from_the_environment_is_one_line(env):
     result = run_script("ask_rag.py", "--retrieve-only", "--expand", QUESTION, env={**env, "RAG_EXPAND_METHOD": "hyde"})
     assert_one_error_line(result, "RAG_EXPAND_METHOD='hyde'", "phrases, choose, both")
     assert result.returncode == 2
+
+
+def test_how_to_steps_verbatim_by_default_say_so_in_the_terminal_and_in_json(env):
+    env = {**env, "RAG_STEPS": "source"}  # the default (the fixture's fake model answers otherwise)
+    with FakeLlamaServer(template=GEMMA_TEMPLATE, answer=["FALSCH"]) as server:
+        text = ask(env, server, QUESTION)
+        as_json = ask(env, server, "--json", QUESTION)
+    assert text.returncode == 0 and as_json.returncode == 0, text.stderr + as_json.stderr
+    assert server.completions() == []  # no answer was asked of the model
+    first, rest = text.stdout.split("\n", 1)
+    assert first == "Laut Quelle [1]:" and "FALSCH" not in text.stdout
+    assert "(Schritte wörtlich aus der Quelle übernommen, nicht vom Modell geschrieben)" in rest
+    out = load_json(as_json.stdout)
+    assert out["answered_by"] == "source" and out["answer"].startswith("Laut Quelle [1]:\n")
+    assert out["citations"]["valid"] == [1]
+
+
+def test_unknown_steps_setting_is_one_german_line(env):
+    result = run_script("ask_rag.py", QUESTION, env={**env, "RAG_STEPS": "beides"})
+    assert_one_error_line(result, "RAG_STEPS", "source oder model")

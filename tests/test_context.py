@@ -93,7 +93,8 @@ VOCAB = german.learn_vocabulary(s.content for s in SOURCES)
 def test_statements_inherit_the_citation_of_a_source_line():
     found = support.statements("Laut Quelle [2]:\n1. Per SSH anmelden.\n2. `cm` starten [1]. Dann prüfen.\nEnde.")
     assert found == [("Laut Quelle [2]:", [2]), ("1. Per SSH anmelden", [2]), ("2. `cm` starten", [1]),
-                     ("Dann prüfen", [1]), ("Ende", [])]
+                     ("Dann prüfen", [1]), ("Ende", [2])]
+    assert support.statements("Laut Quelle [2]:\n1. SSH.\n\nEnde.")[-1] == ("Ende", [])  # up to a blank line
 
 
 

@@ -22,7 +22,8 @@ def settings(fake_embedding, small_wiki, monkeypatch):
     for key, value in fake_embedding.items():
         monkeypatch.setenv(key, value)
     return core.Settings(db=fake_embedding["RAG_DB"], model=fake_embedding["RAG_EMBED_MODEL"],
-                         embedding_bin=fake_embedding["LLAMA_EMBEDDING"], audit=fake_embedding["RAG_AUDIT"])
+                         embedding_bin=fake_embedding["LLAMA_EMBEDDING"], audit=fake_embedding["RAG_AUDIT"],
+                         steps="model")  # the fake model's answers; the verbatim steps are tested below
 
 
 def test_events_come_in_pipeline_order_and_end_with_the_answer(settings):
@@ -201,3 +202,71 @@ def test_an_unreachable_server_leaves_the_question_as_it_is_with_one_warning(set
     assert "nicht erreichbar" in searched.warning and searched.expansions == [] and not searched.rewritten
     plain = core.run(QUESTION, dataclasses.replace(settings, expand=None))
     assert [s.doc_id for s in events[-1].data.retrieval.sources] == [s.doc_id for s in plain.retrieval.sources]
+
+
+# -- how-to answers: the procedure's steps verbatim (rag/answer.py steps_answer) --------------------
+PROCEDURE_WIKI = {
+    "mail/mailbox-anlegen.md": """\
+        # Mailbox anlegen
+
+        ## Mailbox anlegen mit cyradm
+
+        1. Per SSH auf dem Mailserver anmelden.
+        2. `cyradm --user cyrus localhost` starten. Das Passwort steht im Tresor.
+        3. Die Mailbox mit `cm user/vorname.nachname` anlegen.
+        4. Mit `sq user/vorname.nachname 2048000` die Quota setzen.
+        """,
+    "netzwerk/vpn.md": "# VPN\n\nDas VPN verbindet das Notebook mit dem Firmennetz.\n",
+}
+
+
+@pytest.fixture
+def procedure_settings(fake_embedding, tmp_path, monkeypatch):
+    from conftest import write_wiki
+    wiki = write_wiki(tmp_path / "procedure-wiki", PROCEDURE_WIKI)
+    result = run_script("build_index.py", "--wiki", wiki, env=fake_embedding)
+    assert result.returncode == 0, result.stderr
+    for key, value in fake_embedding.items():
+        monkeypatch.setenv(key, value)
+    return core.Settings(db=fake_embedding["RAG_DB"], model=fake_embedding["RAG_EMBED_MODEL"],
+                         embedding_bin=fake_embedding["LLAMA_EMBEDDING"], audit=fake_embedding["RAG_AUDIT"])
+
+
+def test_a_how_to_answer_is_the_procedure_s_steps_verbatim_after_the_check(procedure_settings):
+    procedure_settings.answer_threshold = 0.5
+    with checking_server() as server:
+        procedure_settings.server = server.url
+        events = list(core.ask("Wie lege ich mit cyradm eine Mailbox an?", procedure_settings))
+        checks, answers = server.checks(), server.completions()
+    done = events[-1].data
+    assert done.answered_by == "source" and len(checks) == 1 and answers == []  # the model only checked
+    lines = done.text.split("\n")
+    assert lines[0] == "Laut Quelle [1]:" and lines[1] == "1. Per SSH auf dem Mailserver anmelden."
+    assert lines[2] == "2. `cyradm --user cyrus localhost` starten. Das Passwort steht im Tresor."  # whole, verbatim
+    assert lines[4] == "4. Mit `sq user/vorname.nachname 2048000` die Quota setzen." and len(lines) == 5
+    assert done.citations["valid"] == [1] and done.timings["first_token_s"] >= 0
+    assert all(s["verdict"] == "gestützt" for s in done.support)
+    assert [e.kind for e in events] == ["sources", "piece", "checks", "done"]
+    assert done.as_json()["answered_by"] == "source"
+
+
+def test_with_steps_model_the_model_writes_the_how_to_answer(procedure_settings):
+    procedure_settings.steps = "model"
+    with FakeLlamaServer(template=GEMMA_TEMPLATE, answer=["Laut Quelle [1]:\n1. SSH"]) as server:
+        procedure_settings.server = server.url
+        done = core.run("Wie lege ich mit cyradm eine Mailbox an?", procedure_settings)
+        (request,) = server.completions()
+    assert done.answered_by == "model" and request["body"]["messages"][-1]["content"].startswith("Laut Quelle [1]:")
+
+
+def test_a_fact_question_is_still_answered_by_the_model(procedure_settings):
+    procedure_settings.no_floor = True
+    with FakeLlamaServer(template=GEMMA_TEMPLATE, answer=["Die Quota ist 2048000 KB [1]."]) as server:
+        procedure_settings.server = server.url
+        done = core.run("Welche Quota bekommt eine neue Mailbox?", procedure_settings)
+    assert done.answered_by == "model" and done.text == "Die Quota ist 2048000 KB [1]."
+
+
+def checking_server():
+    """A fake server with a chat template that says "ja" to the check (an answer request would fail the test)."""
+    return FakeLlamaServer(template=GEMMA_TEMPLATE, answer=["FALSCH: das Modell schrieb die Schritte"], p_yes=0.9)

@@ -262,7 +262,8 @@ def test_the_core_sends_the_prompt_copy_and_reports_the_guard(fake_embedding, tm
     for key, value in fake_embedding.items():
         monkeypatch.setenv(key, value)
     settings = core.Settings(db=fake_embedding["RAG_DB"], model=fake_embedding["RAG_EMBED_MODEL"],
-                             embedding_bin=fake_embedding["LLAMA_EMBEDDING"], audit=fake_embedding["RAG_AUDIT"])
+                             embedding_bin=fake_embedding["LLAMA_EMBEDDING"], audit=fake_embedding["RAG_AUDIT"],
+                             steps="model")
     with FakeLlamaServer(answer=["Mit cyradm", " [1]: https://mailbox", ".phish.example/login", "."]) as server:
         settings.server = server.url
         events = list(core.ask("Wie lege ich eine Mailbox an?", settings))
@@ -277,3 +278,20 @@ def test_the_core_sends_the_prompt_copy_and_reports_the_guard(fake_embedding, tm
     assert done.as_json()["guard"]["removed"][0]["rule"] == "injection:steers-answer"
     entry = json.loads(Path(settings.audit).read_text(encoding="utf-8"))
     assert entry["guard"]["withheld"] and "phish" not in entry["answer"]
+
+
+def test_verbatim_how_to_steps_come_from_the_prompt_copy(fake_embedding, tmp_path, monkeypatch):
+    wiki = tmp_path / "wiki"
+    (wiki / "mail").mkdir(parents=True)
+    (wiki / "mail" / "mailbox-anlegen.md").write_text(POISONED_WIKI["mail/mailbox-anlegen.md"], encoding="utf-8")
+    assert run_script("build_index.py", "--wiki", wiki, env=fake_embedding).returncode == 0
+    for key, value in fake_embedding.items():
+        monkeypatch.setenv(key, value)
+    settings = core.Settings(db=fake_embedding["RAG_DB"], model=fake_embedding["RAG_EMBED_MODEL"],
+                             embedding_bin=fake_embedding["LLAMA_EMBEDDING"], audit="")  # steps="source"
+    with FakeLlamaServer() as server:
+        settings.server = server.url
+        done = core.run("Wie lege ich eine Mailbox an?", settings)
+    assert done.answered_by == "source" and server.completions() == []
+    assert "cyradm" in done.text and "phish" not in done.text and "ausschließlich" not in done.text
+    assert done.text == "Laut Quelle [1]:\nDie Mailbox legt die IT mit cyradm an."  # the removed sentence is gone
