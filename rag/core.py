@@ -9,8 +9,9 @@ Events, in this order (a door turns each into its own format and adds nothing el
     sources   the Retrieval (masked sources, the floor's verdict, how the scan ran)
     prompt    the prompt text sent to the model (only when the model is asked)
     piece     a piece of the answer as it streams (leading/trailing whitespace trimmed)
-    checks    {"citations", "unsupported", "guard", …}: which [n] are valid, which numbers no source has,
-              what rag/guard.py removed from the prompt and flagged or withheld in the answer
+    checks    {"citations", "unsupported", "guard", "answered_by", …}: which [n] are valid, which numbers no
+              source has, what rag/guard.py removed from the prompt and flagged or withheld in the answer,
+              whether the model wrote the answer or it is a section verbatim ("source")
     done      the Answer: everything above, plus timings, as the audit log stores it
 
 The core never prints, never reads sys.argv and knows nothing of terminals or HTTP. Expected
@@ -286,7 +287,7 @@ def check(result, retrieval, question, masker, shield):
     result.text, result.guard = shield.check(result.text, mask=masker.mask)
     result.evidence = [e for e in result.evidence if not shield.removed(e["text"])]  # never an injection as evidence
     return {"evidence": result.evidence, "support": result.support, "citations": result.citations,
-            "unsupported": result.unsupported, "guard": result.guard}
+            "unsupported": result.unsupported, "guard": result.guard, "answered_by": result.answered_by}
 
 
 def run(question, settings, history=()):

@@ -1,7 +1,7 @@
 """rag/context.py (what the model sees of each source), the how-to prefill and the answerability share."""
 import pytest
 
-from rag import answerable, context, german, llm
+from rag import answer, answerable, context, german, llm
 from rag.search import Source
 
 STEPS = """Diese Anleitung beschreibt das Anlegen.
@@ -67,6 +67,38 @@ def test_select_keeps_the_procedure_and_the_best_sentence_of_the_others():
     assert texts[0] == "Die Mailbox ist wichtig."  # the one unit that shares a word with the question
     facts, none = context.select("Wie groß ist die Mailbox?", sources, terms, [1.0] * len(terms), vocab, "fact")
     assert none is None and "Wetter" not in facts[0]
+
+
+def ranked(*items):
+    """Sources in rank order from (heading, content, cosine)."""
+    out = []
+    for n, (heading, content, cosine) in enumerate(items):
+        s = source("a.md", heading, content)
+        s.cosine = cosine
+        out.append(s)
+    return out
+
+
+@pytest.mark.parametrize("items, expected", [
+    ([("Mailbox", "Die Mailbox ist wichtig.", 0.913), ("Mailbox › Anlegen", STEPS, 0.919)], 1),  # best cosine
+    ([("Mailbox", "Kurz: `cm` nutzen.", 0.915), ("Mailbox › Anlegen", STEPS, 0.912)], 1),  # intro, steps: ±0.01
+    ([("Mailbox › Quota", "Die Quota ist 2 GB.", 0.93), ("Mailbox › Anlegen", STEPS, 0.91)], 0),  # 0.02 apart
+    ([("Mailbox › A", "Text.", 0.9), ("Mailbox › B", "Text.", 0.9)], 0),  # a tie keeps the better rank
+    ([("Mailbox › A", "Text.", None), ("Mailbox › B", "- eins\n- zwei", None)], 1),  # no cosines: the shape
+])
+def test_best_section_takes_the_closest_section_shaped_like_a_procedure(items, expected):
+    assert context.best_section(ranked(*items)) == expected
+    assert context.best_section([]) is None
+
+
+def test_steps_answer_is_the_section_verbatim_a_unit_a_line():
+    found = answer.steps_answer(2, STEPS)
+    lines = found.split("\n")
+    assert lines[0] == "Laut Quelle [2]:" and lines[1] == "Diese Anleitung beschreibt das Anlegen."
+    assert lines[4] == "3. Die Mailbox mit `cm` anlegen. Der Name ist `user/vorname.nachname`."  # whole steps
+    assert found.endswith("```bash\ncyradm --user cyrus localhost\n```")
+    assert all(" ".join(line.split()) in " ".join(STEPS.split()) for line in lines[1:])
+    assert answer.steps_answer(1, "  \n") is None
 
 
 def test_prefill_is_sent_once_whether_or_not_the_server_repeats_it():

@@ -47,6 +47,18 @@ def test_demo_answer_gives_the_cyradm_steps_and_cites_their_page(demo):
     assert not out["citations"]["unknown"]
     supported = [s for s in out["support"] if s["verdict"] == "gestützt"]
     assert supported and out["evidence"], out["support"]  # the checks ran on the real answer, too
+    # the steps are the section's own lines; the real model judged that the sources answer the question
+    assert out["answered_by"] == "source" and out["answerable"]["p_yes"] >= out["answerable"]["threshold"]
+    page = " ".join(open(os.path.join(demo["RAG_WIKI"], PAGE), encoding="utf-8").read().split())
+    assert all(" ".join(line.split()) in page for line in answer.split("\n")[1:]), answer
+
+
+def test_with_steps_model_the_real_model_writes_the_cyradm_steps(demo):
+    result = run_script("ask_rag.py", "--json", "--steps", "model", QUESTION, env=demo, timeout=600)
+    assert result.returncode == 0, result.stderr
+    out = load_json(result.stdout)
+    assert out["answered_by"] == "model" and re.search(r"^1\. ", out["answer"], re.M), out["answer"]
+    assert "cyradm" in out["answer"] and re.search(r"(?<![\w-])cm(?![\w-])", out["answer"]), out["answer"]
 
 
 def test_demo_in_the_terminal_shows_steps_sources_and_evidence(demo):
