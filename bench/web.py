@@ -6,7 +6,7 @@
 
 Setup, all on 127.0.0.1 in a temporary folder: the wiki is indexed (build_index.py), one answer
 llama-server -np NP starts, in front of it a small proxy that notes (time.monotonic) when the first
-answer token of each request passes from llama-server, and `ask_rag.py --serve --no-floor
+answer token of each request passes from llama-server, and `ask_rag.py --serve --steps model --no-floor
 --no-audit` (its warm llama-server --embeddings for the questions) talks to that proxy. Clients
 talk to the page's own endpoint, POST /api/ask, and read its Server-Sent Events as the page does.
 
@@ -168,7 +168,8 @@ class Served:
 
     def __init__(self, env, *args):
         self.args = [sys.executable, str(ROOT / "ask_rag.py"), "--serve", "--port", "0", "--no-floor", "--no-audit",
-                     "--max-tokens", str(MAX_TOKENS), *args]
+                     "--max-tokens", str(MAX_TOKENS), "--steps", "model", *args]  # every answer streamed by the
+        #             model, also a how-to answer (by default its steps come verbatim, with no stream to measure)
         self.env, self.lines = env, []
 
     def __enter__(self):
