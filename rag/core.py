@@ -278,7 +278,8 @@ def check(result, retrieval, question, masker, shield):
     citation numbers, the fact check (rag/factcheck.py), the injection guard (rag/guard.py). Fills
     `result`; returns them as one dict."""
     from . import factcheck, support  # only after an answer: --retrieve-only does not load them
-    result.citations = answer.check_citations(result.text, len(retrieval.sources))
+    cited = result.text.split("\n", 1)[0] if result.answered_by == "source" else result.text  # verbatim steps: a
+    result.citations = answer.check_citations(cited, len(retrieval.sources))  # "[3]" inside wiki text is no citation
     found = support.check(result.text, retrieval.sources, retrieval.vocab)
     result.evidence = found["evidence"]  # from the sources, which are masked already
     result.support = [{**s, "text": masker.mask(s["text"])} for s in found["statements"]]  # the model's words

@@ -249,11 +249,12 @@ def complete_json(url, messages, schema, max_tokens, api_key=None, model_name=No
     """One chat completion whose text must follow a JSON schema; returns the parsed JSON.
 
     The schema goes out as OpenAI's `response_format` (llama-server turns it into a grammar, so the
-    text always parses); temperature 0 and a fixed seed make the answer repeatable.
+    text always parses); temperature 0, a fixed seed and no prompt cache make the answer repeatable.
     Example: messages [{"role": "user", "content": "Drei Farben"}], {"type": "array", …} -> ["rot", "grün", "blau"]
     """
     body = {"messages": messages, "max_tokens": max_tokens, "temperature": TEMPERATURE, "seed": SEED,
-            "cache_prompt": True, "stream": False,
+            "cache_prompt": False, "stream": False,  # a prompt taken partly from the cache is computed in other
+            # batches, and the output can differ (seen: another set of search phrases for the same question)
             "response_format": {"type": "json_schema", "json_schema": {"name": "antwort", "schema": schema}}}
     if model_name:
         body["model"] = model_name

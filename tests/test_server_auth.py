@@ -249,8 +249,8 @@ def test_question_with_another_server_model_names_rebuild(indexed):
 
 def test_chat_without_props_uses_chat_template_model_name_and_key(indexed):
     with FakeOpenAI() as server:
-        result = ask(indexed, server, "--json", "--no-floor", QUESTION, RAG_API_KEY=KEY,
-                     RAG_LLM_MODEL_NAME="qwen2.5:3b")
+        result = ask(indexed, server, "--json", "--no-floor", "--steps", "model", QUESTION, RAG_API_KEY=KEY,
+                     RAG_LLM_MODEL_NAME="qwen2.5:3b")  # the model writes the answer (a how-to question)
     assert result.returncode == 0, result.stderr
     out = load_json(result.stdout)
     assert out["answer"] == "Mit cyradm [1]." and out["citations"]["valid"] == [1]
