@@ -225,9 +225,9 @@ def parse_args(argv=None):
                         help="die Quellen ganz in den Prompt (wie im Artikel), statt nur der Sätze, Schritte und "
                              "Tabellenzeilen, die zur Frage passen (RAG_WHOLE_CHUNKS=1)")
     parser.add_argument("--steps", choices=("source", "model"), default=config.env_str("RAG_STEPS", "source"),
-                        help="How-to-Fragen: source übernimmt die nummerierten Schritte der Quelle wörtlich, das "
-                             "Modell prüft nur, ob die Quellen die Frage beantworten (Standard); model lässt das "
-                             "Modell die Schritte schreiben (RAG_STEPS)")
+                        help="How-to-Fragen: source übernimmt den passenden Abschnitt der Quelle wörtlich, das Modell "
+                             "prüft nur, ob die Quellen die Frage beantworten (Standard); model lässt das Modell "
+                             "die Schritte schreiben (RAG_STEPS)")
     parser.add_argument("--under", default=os.environ.get("RAG_UNDER"), metavar="ORDNER",
                         help="nur Seiten unterhalb dieses Wiki-Ordners durchsuchen, z. B. mail/ (RAG_UNDER)")
     parser.add_argument("--expand", action="store_true", default=os.environ.get("RAG_EXPAND") == "1",

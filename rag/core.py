@@ -64,8 +64,8 @@ class Settings:
     under: str = None  # only pages below this folder, e.g. "mail/"
     ann: bool = False  # PostgreSQL: HNSW preselection, rescored exactly; False: the store decides by size
     whole_chunks: bool = False  # the model sees every source whole (as in the post), not the parts that fit
-    steps: str = "source"  # how-to answers: "source" = the procedure's steps verbatim (rag/answer.py steps_answer),
-    #                        "model" = the answer model writes them
+    steps: str = "source"  # how-to answers: "source" = the section that answers it, verbatim (rag/answer.py
+    #                        steps_answer), "model" = the answer model writes the steps
     guard: str = "on"  # rag/guard.py: on | off (off: only to measure what the guard does)
     expand: str = None  # rag/expand.py METHODS: also search what the answer model makes of the question; None: off
     rewrite: bool = False  # rag/expand.py: the model rewrites a follow-up that leans on the history (--chat)
@@ -204,9 +204,6 @@ def generate(question, retrieval, settings, result, shield):
         result.model = info.get("model")
         guarded = shield.guarded(retrieval)  # prompt copies: no live instruction
         prefix, result.prompt, procedure = prompt_for(question, guarded, settings, result.kind, chat)
-        section = context.best_section(guarded.sources) if result.kind == "howto" and settings.steps == "source" \
-            else None  # how-to: the section that answers it, verbatim; the model only checks that the sources do
-        steps = answer.steps_answer(section + 1, guarded.sources[section].content) if section is not None else None
         limit = answerable.threshold(result.model) if settings.answer_threshold is None else settings.answer_threshold
         started = time.monotonic()  # first_token_s counts from here: the check is part of the wait
         if chat and limit:  # no threshold measured for this model (or 0): no check
@@ -217,6 +214,9 @@ def generate(question, retrieval, settings, result, shield):
             if refused:
                 result.text = answer.NO_INFO
                 return
+        section = context.best_section(guarded.sources) if result.kind == "howto" and settings.steps == "source" \
+            else None  # how-to: the section that answers it, verbatim; the model only checked that the sources do
+        steps = answer.steps_answer(section + 1, guarded.sources[section].content) if section is not None else None
         if steps:
             result.answered_by, result.prompt = "source", answerable.check_text(prefix) if chat and limit else None
             result.timings["first_token_s"] = round(time.monotonic() - started, 3)
