@@ -274,13 +274,16 @@ def ask(question, settings, history=()):
 
 
 def check(result, retrieval, question, masker, shield):
-    """The checks of an answer, in this order: evidence and supported citations (rag/support.py), valid
-    citation numbers, the fact check (rag/factcheck.py), the injection guard (rag/guard.py). Fills
+    """The checks of an answer, in this order: evidence and supported citations (rag/support.py; a model's
+    citation that no supporting source backs is replaced by the one that does), valid citation numbers, the fact check (rag/factcheck.py), the injection guard (rag/guard.py). Fills
     `result`; returns them as one dict."""
     from . import factcheck, support  # only after an answer: --retrieve-only does not load them
-    cited = result.text.split("\n", 1)[0] if result.answered_by == "source" else result.text  # verbatim steps: a
-    result.citations = answer.check_citations(cited, len(retrieval.sources))  # "[3]" inside wiki text is no citation
-    found = support.check(result.text, retrieval.sources, retrieval.vocab)
+    by_model = result.answered_by == "model"  # the model's [n] are checked and corrected, a verbatim section's not
+    found = support.check(result.text, retrieval.sources, retrieval.vocab, correct=by_model)
+    if by_model:
+        result.text = found["answer"]  # each statement cites the source that supports it (rag/support.py rewrite)
+    cited = result.text.split("\n", 1)[0] if not by_model else result.text  # verbatim steps: a "[3]" inside
+    result.citations = answer.check_citations(cited, len(retrieval.sources))  # wiki text is no citation
     result.evidence = found["evidence"]  # from the sources, which are masked already
     result.support = [{**s, "text": masker.mask(s["text"])} for s in found["statements"]]  # the model's words
     result.unsupported = [masker.mask(claim) for claim in factcheck.unsupported_in(

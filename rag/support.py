@@ -10,8 +10,10 @@ passes its citation to the list below it. A statement's words (folded, stems, no
 [n] markers dropped) are looked up in every unit (sentence, list item, table row, code block;
 rag/context.py) of every source, with the search's German matching (compound parts, stems). A
 source supports the statement when one of its units holds at least SUPPORT of the statement's
-words, and a `command` of the statement must stand in that unit. Like RAGFlow's insert_citations,
-the model's own [n] is not trusted but checked against this. Verdicts:
+words (its numbers, dates and § weigh FACT_WEIGHT on top, so the unit that holds them wins), and a
+`command` of the statement must stand in that unit. Like RAGFlow's insert_citations, the model's
+own [n] is not trusted but checked against this, and with correct=True replaced: a statement
+cited wrongly or not at all gets the [n] of its best supporting source (rewrite()). Verdicts:
     gestützt        a cited source supports it
     anderes Zitat   it cites [n], but only other sources support it
     ohne Zitat      it cites nothing, a source supports it
@@ -26,14 +28,17 @@ Does not handle: paraphrase without shared words (a statement in other words tha
 import math
 import re
 
-from . import context, german
+from . import context, factcheck, german
 from .answer import CITATION, NO_INFO
 
 SUPPORT = 0.5  # share of a statement's words one unit must hold to support it
 MIN_WORDS = 2  # statements with fewer content words ("Laut Quelle [2]:") are not checked
 EVIDENCE_MAX = 3  # evidence lines under an answer
+FACT_WEIGHT = 0.5  # a statement's numbers, dates, § together, against its words (1.0); see best_unit()
 CODE = re.compile(r"`([^`\n]+)`")
 STEP = re.compile(r"^\s*(?:[-*+•]|\d{1,2}[.)])\s+")
+MARKER = re.compile(r"\s*" + CITATION.pattern)  # a [n] with the space before it
+BARE = re.compile(r"[^\w]*(?:quellen?)?[^\w]*", re.I)  # what is left of "[QUELLE [3]]" without its [n]
 HEADER = re.compile(r"^\s*(?:laut|nach|gemäß|siehe)?\s*(?:quelle|quellen)\s*\[\d+(?:\s*[,;]\s*\d+)*\]\s*:?\s*$", re.I)
 
 
@@ -44,25 +49,38 @@ def statements(answer):
     Example: "Laut Quelle [2]:\n1. SSH.\n2. `cm` [3]." -> [("Laut Quelle [2]:", [2]), ("1. SSH", [2]), ("2. `cm`", [3])]
              "Die Hotline ist 0421 555 3090. [3]" -> [("Die Hotline ist 0421 555 3090", [3])]
     """
+    return [(s["text"], s["cited"]) for s in located(answer)]
+
+
+def located(answer):
+    """statements() with where each one stands: {"text", "cited", "line", "spans", "own"}; spans are
+    (start, end) in answer line number `line`: the sentence and a citation that trails it ("… E-Mail. [3]");
+    own: its [n] stand in those spans (not inherited from a "Laut Quelle [n]:" line or its list item)."""
     out, inherited = [], []
-    for line in answer.split("\n"):
+    for line_no, line in enumerate(answer.split("\n")):
         if not line.strip():
             inherited = []  # a source line covers the lines below it up to the next blank line
             continue
         step = bool(STEP.match(line))
         own = numbers(line) if step else []  # an item's [n] covers each of its sentences
-        for part in context.sentences(line.strip()):
+        pos, parts = 0, context.sentences(line.strip())
+        for part in parts:
+            start = line.find(part.strip(), pos)
+            span = (start, start + len(part.strip()))
+            pos = span[1]
             cited = numbers(part)
             if HEADER.match(part):
                 inherited = cited
-                out.append((part.strip(), cited))
+                out.append({"text": part.strip(), "cited": cited, "line": line_no, "spans": [span], "own": True})
                 continue
             text = CITATION.sub("", part).strip().rstrip(".").strip()
-            if not text:  # "… E-Mail. [3]": a citation after the full stop belongs to the sentence before it
-                if cited and out and not out[-1][1]:
-                    out[-1] = (out[-1][0], cited)
+            if not text or BARE.fullmatch(text):  # "… E-Mail. [3]" or "[QUELLE [3]]": a citation after the
+                #                                      full stop belongs to the sentence before it
+                if cited and out and not out[-1]["cited"]:
+                    out[-1] = {**out[-1], "cited": cited, "spans": out[-1]["spans"] + [span], "own": True}
                 continue
-            out.append((text, cited or own or inherited))
+            out.append({"text": text, "cited": cited or own or inherited, "line": line_no, "spans": [span],
+                        "own": bool(cited) and not (step and len(parts) > 1)})  # an item's [n] is the item's
     return out
 
 
@@ -118,29 +136,41 @@ def rarity(units):
     return {t: math.log(1 + total / c) for t, c in counts.items()}
 
 
-def best_unit(statement, rows, weight):
-    """(weighted share of the statement's words, unit text) of the unit that holds most of them."""
+def best_unit(statement, rows, weight, facts=None):
+    """(weighted share of the statement's words, unit text) of the unit that holds most of them.
+
+    facts: the statement's numbers, dates, § and names with digits (factcheck.claims); they weigh as
+    much as half its words together, so the unit that holds them wins over one that only shares the
+    wording ("1 Monat zum Monatsende" in a table row, not "3 Monaten" in a sentence worded like the answer).
+    """
     words, commands = content_words(statement), commands_in(statement)
+    facts = [c for c in factcheck.claims(statement) if c.kind != "code"] if facts is None else facts
     weight = {w: weight.get(w, weight.get(german.stem(w), max(weight.values(), default=1.0))) for w in words}
     best = (0.0, "")
     for text, tokens, folded in rows:
         if any(c not in folded for c in commands):
             continue  # a statement with a command is supported only where that command stands
         share = covers(words, tokens, weight)
+        if facts:
+            evidence = factcheck.read_source(text)
+            share = (share + FACT_WEIGHT * all(factcheck.found(c, evidence) for c in facts)) / (1 + FACT_WEIGHT)
         if share > best[0]:
             best = (share, text)
     return best
 
 
-def check(answer, sources, vocab=frozenset()):
-    """Per statement: cited, supported_by, verdict; and the evidence lines (see the module docstring)."""
+def check(answer, sources, vocab=frozenset(), correct=False):
+    """Per statement: cited, supported_by, verdict, best (the best supporting source or None); and the
+    evidence lines (see the module docstring). correct=True: also "answer", the answer with its
+    citations corrected (rewrite() below), and "corrected" on each statement it changed."""
     result = {"statements": [], "evidence": []}
     if not answer or answer.strip().startswith(NO_INFO):
-        return result
+        return {**result, "answer": answer} if correct else result
     units = unit_tokens(sources, vocab)
     weight = rarity(units)
     seen, found = set(), []
-    for text, cited in statements(answer):
+    for at in located(answer):
+        text, cited = at["text"], at["cited"]
         if HEADER.match(text) or len(content_words(text)) < MIN_WORDS:
             continue
         scored = [(best_unit(text, rows, weight), n) for n, rows in enumerate(units, start=1)]
@@ -154,14 +184,61 @@ def check(answer, sources, vocab=frozenset()):
             verdict = "anderes Zitat" if cited else "ohne Zitat"
         else:
             verdict = "nicht gestützt"
-        result["statements"].append({"text": text, "cited": cited, "supported_by": supported, "verdict": verdict})
+        result["statements"].append({"text": text, "cited": cited, "supported_by": supported, "verdict": verdict,
+                                     "best": best if supported else None,
+                                     "where": {"line": at["line"], "spans": at["spans"], "own": at["own"]}})
         if share >= SUPPORT and (best, unit) not in seen:
             seen.add((best, unit))
             found.append((share, {"n": best, "text": unit}, verbatim(unit, answer)))
     # evidence: what the answer did not copy word for word (a copied step is its own evidence), at least one
     shown = [e for _, e, copied in found if not copied] or [max(found, key=lambda t: t[0])[1]] if found else []
     result["evidence"] = shown[:EVIDENCE_MAX]
+    if correct:
+        result["answer"] = rewrite(answer, result["statements"])
+    for statement in result["statements"]:
+        del statement["where"]
     return result
+
+
+def rewrite(answer, statements):
+    """The answer with each statement's citation pointing at the source that supports it, RAGFlow-style:
+    a statement that cites [n] which does not support it ("anderes Zitat") gets the [n] of its best
+    supporting source instead, one that cites nothing ("ohne Zitat") gets it added. Only a statement's
+    own [n] are changed (not one it inherits from a "Laut Quelle [n]:" line or its list item). Each
+    changed statement gets "corrected": the numbers it cited before.
+
+    Example: "Das Passwort steht im Tresor der IT [2]." with [1] supporting it
+             -> "Das Passwort steht im Tresor der IT [1]." and the statement gets "corrected": [2]
+    """
+    lines = answer.split("\n")
+    edits = {}  # line -> [(start, end, new text)]
+    for s in statements:
+        where = s["where"]
+        if not where or s["best"] is None or s["verdict"] not in ("anderes Zitat", "ohne Zitat"):
+            continue
+        if s["verdict"] == "anderes Zitat" and not where["own"]:
+            continue  # inherited: the source line is right for the other lines it covers
+        line, marker = lines[where["line"]], f"[{s['best']}]"
+        if s["verdict"] == "anderes Zitat":  # the first [n] becomes the supporting one, further ones go
+            first = [True]
+
+            def swap(match):
+                keep, first[0] = first[0], False
+                return match.group(0).replace(match.group(0).strip(), marker) if keep else ""
+            for start, end in where["spans"]:
+                edits.setdefault(where["line"], []).append((start, end, MARKER.sub(swap, line[start:end])))
+        else:
+            start, end = where["spans"][-1]
+            part = line[start:end]
+            cut = len(part.rstrip().rstrip(".!?"))  # "… im Tresor der IT." -> "… im Tresor der IT [1]."
+            edits.setdefault(where["line"], []).append((start, end, part[:cut] + f" {marker}" + part[cut:]))
+        s["corrected"] = s["cited"]
+    for n, changes in edits.items():
+        line = lines[n]
+        for start, end, text in sorted(changes, reverse=True):
+            line = line[:start] + text + line[end:]
+        lines[n] = line
+    return "\n".join(lines)
 
 
 def verbatim(unit, answer):
@@ -179,10 +256,12 @@ def describe(result):
     for s in result["statements"]:
         cited = ", ".join(f"[{n}]" for n in s["cited"])
         by = ", ".join(f"[{n}]" for n in s["supported_by"])
+        fixed = f"; in der Antwort durch [{s['best']}] ersetzt" if s.get("corrected") is not None else ""
         if s["verdict"] == "anderes Zitat":
-            lines.append(f"Zitat {cited} passt nicht zu „{s['text']}“ – gestützt von {by}")
+            lines.append(f"Zitat {cited} passt nicht zu „{s['text']}“ – gestützt von {by}{fixed}")
         elif s["verdict"] == "ohne Zitat":
-            lines.append(f"Ohne Zitat: „{s['text']}“ – gestützt von {by}")
+            lines.append(f"Ohne Zitat: „{s['text']}“ – gestützt von {by}"
+                         + (f"; in der Antwort [{s['best']}] ergänzt" if fixed else ""))
         elif s["verdict"] == "nicht gestützt":
             lines.append(f"Nicht gestützt: „{s['text']}“ – steht so in keiner Quelle")
     return lines

@@ -152,3 +152,43 @@ def test_evidence_is_verbatim_and_skips_what_the_answer_copied():
     assert found["evidence"] == [{"n": 2, "text": "4. Die Quota setzen. Dafür gibt es `sq`; der Wert ist in KB."}]
     assert support.describe(found)[0] == "Beleg [2]: „4. Die Quota setzen. Dafür gibt es `sq`; der Wert ist in KB.“"
     assert support.check("Dazu habe ich keine Information.", SOURCES, VOCAB) == {"statements": [], "evidence": []}
+
+
+@pytest.mark.parametrize("text, fixed", [
+    ("Das Passwort steht im Tresor der IT [2].", "Das Passwort steht im Tresor der IT [1]."),
+    ("Das Passwort steht im Tresor der IT [2, 3] [4].", "Das Passwort steht im Tresor der IT [1]."),
+    ("Das Passwort steht im Tresor der IT.", "Das Passwort steht im Tresor der IT [1]."),
+    ("Die Mailbox ist wichtig [1]. Das Passwort steht im Tresor der IT. [2]",
+     "Die Mailbox ist wichtig [1]. Das Passwort steht im Tresor der IT. [1]"),
+    ("Das Passwort steht im Tresor der IT. [QUELLE [2]]", "Das Passwort steht im Tresor der IT. [QUELLE [1]]"),
+    ("Das Passwort steht im Tresor der IT [1].", "Das Passwort steht im Tresor der IT [1]."),  # right: unchanged
+    ("Mailboxen bestellt man im Webportal [1].", "Mailboxen bestellt man im Webportal [1]."),  # no support: kept
+    ("Laut Quelle [2]:\n- Das Passwort steht im Tresor der IT",  # inherited: the line is right for the others
+     "Laut Quelle [2]:\n- Das Passwort steht im Tresor der IT"),
+    ("1. Per SSH anmelden. Das Passwort steht im Tresor der IT [2].",  # an item's [n] is the item's
+     "1. Per SSH anmelden. Das Passwort steht im Tresor der IT [2]."),
+])
+def test_a_citation_is_corrected_to_the_source_that_supports_the_statement(text, fixed):
+    found = support.check(text, SOURCES, VOCAB, correct=True)
+    assert found["answer"] == fixed
+    changed = [s for s in found["statements"] if "corrected" in s]
+    assert bool(changed) == (text != fixed)
+    assert all("where" not in s for s in found["statements"])
+
+
+def test_a_corrected_citation_is_said_under_the_answer():
+    found = support.check("Das Passwort steht im Tresor der IT [2].", SOURCES, VOCAB, correct=True)
+    assert found["statements"][0]["corrected"] == [2] and found["statements"][0]["best"] == 1
+    assert support.describe(found)[-1] == ("Zitat [2] passt nicht zu „Das Passwort steht im Tresor der IT“ – "
+                                           "gestützt von [1]; in der Antwort durch [1] ersetzt")
+    assert "corrected" not in support.check("Das Passwort steht im Tresor der IT [2].", SOURCES, VOCAB)["statements"][0]
+
+
+def test_the_source_that_holds_the_number_supports_a_statement_worded_like_another():
+    sources = [source("f.md", "Fristen", "| Vertrag | Frist |\n|---|---|\n| Wartung Telefonanlage | 1 Monat zum Monatsende |"),
+               source("r.md", "Kündigung", "Der Vertrag kann von beiden Seiten mit einer Frist von 3 Monaten zum Ende "
+                                           "der Laufzeit ordentlich gekündigt werden.")]
+    vocab = german.learn_vocabulary(s.content for s in sources)
+    text = "Die Wartung der Telefonanlage kann von beiden Seiten mit einer Frist von 1 Monat ordentlich gekündigt werden. [2]"
+    found = support.check(text, sources, vocab, correct=True)
+    assert found["statements"][0]["supported_by"] == [1] and found["answer"].endswith("[1]")

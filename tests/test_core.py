@@ -42,6 +42,21 @@ def test_events_come_in_pipeline_order_and_end_with_the_answer(settings):
     assert entry["answer"] == done.text and len(entry["chunks"]) == len(done.retrieval.sources)
 
 
+def test_a_wrong_citation_is_corrected_in_the_answer_the_json_and_the_audit(settings):
+    with FakeLlamaServer(template=GEMMA_TEMPLATE, answer=["Die Mailbox bekommt eine Quota von 2 GB", " [9]."]) as server:
+        settings.server = server.url
+        events = list(core.ask(QUESTION, settings))
+    done = events[-1].data
+    n = next(i for i, s in enumerate(done.retrieval.sources, start=1) if "2 GB" in s.content)
+    assert "".join(e.data for e in events if e.kind == "piece").endswith("[9].")  # streamed as the model wrote it
+    assert done.text == f"Die Mailbox bekommt eine Quota von 2 GB [{n}]."  # then pointed at the supporting source
+    assert done.citations == {"cited": [n], "valid": [n], "unknown": []}
+    (statement,) = done.support
+    assert statement["verdict"] == "anderes Zitat" and statement["corrected"] == [9] and statement["best"] == n
+    entry = json.loads(open(settings.audit, encoding="utf-8").read())
+    assert entry["answer"] == done.text and entry["support"][0]["corrected"] == [9]
+
+
 def test_weak_evidence_skips_the_model(settings):
     with FakeLlamaServer() as server:
         settings.server = server.url
