@@ -107,6 +107,10 @@ def print_answer(done, out):
     elif done.answerable and done.answerable["refused"]:
         print(f"{done.text}  (das Antwortmodell sieht die Frage in den Quellen nicht beantwortet: "
               f"P(ja) {done.answerable['p_yes']:.2f} < {done.answerable['threshold']}; die Kandidaten:)", file=out)
+    elif done.grounding and done.grounding["refused"]:
+        g = done.grounding
+        print(f"→ {done.text}  (zurückgezogen: {', '.join(g['facts'])} steht nur in Stellen, die kaum von der Frage "
+              f"handeln – Anteil der Fragewörter {g['coverage']:.2f} < {g['needed']}; die Kandidaten:)", file=out)
     elif done.answered_by == "source":
         print("(Schritte wörtlich aus der Quelle übernommen, nicht vom Modell geschrieben)", file=out)
     if not done.retrieval.sources:

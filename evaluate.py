@@ -330,6 +330,7 @@ def judge_answer(item, out, seconds, error, texts=None):
     row = {"question": item["question"], "kind": item.get("kind") or ("fact" if item["facts"] else "out"),
            "asked_as": out.get("kind"), "in_wiki": bool(item["facts"]), "answer": text, "error": error or None,
            "llm_called": bool(out.get("llm_called")), "answerable": out.get("answerable"),
+           "grounding": out.get("grounding"),
            "valid_citation": bool(citations["valid"]), "unknown_citations": citations["unknown"],
            "supported_citation": cited_facts(item["facts"], citations["valid"], texts or []),
            "prompt_tokens": timings["prompt_n"] + timings.get("cache_n", 0) if "prompt_n" in timings else None,
@@ -371,8 +372,10 @@ def score(row):
     """Set refused / refused_by / mixed / fact / facts_share of a row from its answer (also for --rescore)."""
     text, called = row["answer"], row.get("llm_called", row.get("refused_by") != "floor")
     checked = (row.get("answerable") or {}).get("refused")
-    refused = not row["error"] and (not called or checked or is_refusal(text))
-    by = None if not refused else ("floor" if not called else "check" if checked else "model")
+    withdrawn = (row.get("grounding") or {}).get("refused")  # rag/support.py grounding: a fact said of something else
+    refused = not row["error"] and (not called or checked or withdrawn or is_refusal(text))
+    by = None if not refused else ("floor" if not called else "check" if checked else "grounding" if withdrawn
+                                   else "model")
     found = [any(contains_fact(text, alt) for alt in group) for group in row["facts"]] if not refused else []
     row.update(refused=refused, refused_by=by, mixed=not refused and is_mixed(text),
                fact=row["in_wiki"] and not refused and has_facts(text, row["facts"]),
@@ -401,7 +404,7 @@ def answer_summary(rows):
         "first_token_s": median([r["first_token_s"] for r in rows if r["first_token_s"] is not None]),
         "total_s": median([r["total_s"] for r in rows if r["total_s"] is not None]),
     }
-    for by in ("floor", "check", "model"):
+    for by in ("floor", "check", "grounding", "model"):
         summary[f"refused_out_{by}"] = share([r for r in outside if r["refused_by"] == by], outside)
         summary[f"refused_in_{by}"] = share([r for r in inside if r["refused_by"] == by], inside)
     for kind in ("fact", "howto"):
@@ -445,10 +448,12 @@ def print_answer_summary(s, model):
         ("Antworten mit unbekanntem Zitat", str(s["answers_with_unknown_citations"]),
          s["answers_with_unknown_citations"], 0, False),
         (f"ohne Antwort im Wiki korrekt abgelehnt (Schwelle {percent(s['refused_out_floor'])}, Prüfung "
-         f"{percent(s['refused_out_check'])}, Modell {percent(s['refused_out_model'])})",
+         f"{percent(s['refused_out_check'])}, Beleg {percent(s['refused_out_grounding'])}, Modell "
+         f"{percent(s['refused_out_model'])})",
          percent(s["refused_out"]), s["refused_out"], g["refused_out"], True),
         (f"mit Antwort im Wiki fälschlich abgelehnt (Schwelle {percent(s['refused_in_floor'])}, Prüfung "
-         f"{percent(s['refused_in_check'])}, Modell {percent(s['refused_in_model'])})",
+         f"{percent(s['refused_in_check'])}, Beleg {percent(s['refused_in_grounding'])}, Modell "
+         f"{percent(s['refused_in_model'])})",
          percent(s["refused_in"]), s["refused_in"], g["refused_in_max"], False),
         ("Prompt-Tokens, Median", "–" if s["prompt_tokens"] is None else f"{s['prompt_tokens']:.0f}",
          s["prompt_tokens"], None, False),

@@ -39,7 +39,8 @@ def entry(result, raw_sources, meta, server):
                     "flags": [f["rule"] for f in s.flags], **({"chunks": list(s.chunks)} if s.chunks else {})}
                    for s, raw in zip(r.sources, raw_sources)],
         "prompt_sha256": sha256(result.prompt) if result.prompt else None, "answer": result.text,
-        "kind": result.kind, "answerable": result.answerable, "citations": result.citations,
+        "kind": result.kind, "answerable": result.answerable, "grounding": result.grounding,
+        "citations": result.citations,
         "evidence": result.evidence, "support": result.support, "unsupported": result.unsupported,
         "guard": result.guard, "timings": result.timings,
         **({"searched": result.searched.as_json()} if result.searched else {})}
@@ -146,6 +147,10 @@ def show(path, number):
         a = e["answerable"]
         lines.append(f"Prüfung:   beantwortbar? P(ja) {a['p_yes']} (Schwelle {a['threshold']})"
                      + (" – abgelehnt" if a["refused"] else ""))
+    if e.get("grounding"):
+        g = e["grounding"]
+        lines.append(f"Prüfung:   Fakten {', '.join(g['facts'])} in Stellen zur Frage? Anteil {g['coverage']} "
+                     f"(nötig {g['needed']})" + (f" – zurückgezogen: „{g['answer']}“" if g["refused"] else ""))
     lines += [f"Fakten:    {unsupported_line(e.get('unsupported'))}",
               f"Schutz:    {guard_line(e.get('guard'))}",
               f"Zeiten:    {describe_timings(e.get('timings') or {})}"]

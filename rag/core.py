@@ -25,6 +25,8 @@ import time
 from . import answer, audit, config, context, embedder, expand, german, guard, privacy, search, store
 
 TOP_K = 4  # chunks in the prompt (as in the post)
+GROUNDED = 0.3  # a fact answer is withdrawn when the passages holding its facts name less of the question's
+#                 words than this (rag/support.py grounding; wiki/: out-of-wiki answers ≤ 0.25, right ones ≥ 0.33)
 MAX_TOKENS = {"fact": 160, "howto": 400}  # answer length limit by question type; one sentence needs 20–50 tokens,
 #             8 steps with their commands up to ~350
 
@@ -82,6 +84,8 @@ class Answer:
     kind: str = None  # "howto" or "fact" (rag/context.py)
     answered_by: str = None  # "model", or "source": a how-to answer's steps verbatim from the source (steps="source")
     answerable: dict = None  # {"p_yes", "threshold", "refused"} of the check before the answer
+    grounding: dict = None  # a fact answer's {"facts", "coverage", "needed", "refused"} (rag/support.py grounding);
+    #                        when refused also "answer", the model's answer that was withdrawn
     citations: dict = None
     evidence: list = None  # [{"n", "text"}]: verbatim source units that support the answer (rag/support.py)
     support: list = None  # per statement: {"text", "cited", "supported_by", "verdict"}
@@ -100,6 +104,7 @@ class Answer:
                 "scan": r.scan, "scan_processes": r.scan_processes, "scan_candidates": r.scan_candidates,
                 "under": r.under,
                 "kind": self.kind, "answered_by": self.answered_by, "answerable": self.answerable,
+                "grounding": self.grounding,
                 "citations": self.citations, "evidence": self.evidence, "support": self.support,
                 "unsupported": self.unsupported, "guard": self.guard, "sources": [s.as_json() for s in r.sources],
                 "timings": self.timings, **expand.json_field(self.searched)}
@@ -274,10 +279,18 @@ def ask(question, settings, history=()):
 
 
 def check(result, retrieval, question, masker, shield):
-    """The checks of an answer, in this order: evidence and supported citations (rag/support.py; a model's
+    """The checks of an answer, in this order: a fact answer's grounding (withdrawn when its facts stand only
+    in passages about something else, rag/support.py grounding), evidence and supported citations (rag/support.py; a model's
     citation that no supporting source backs is replaced by the one that does), valid citation numbers, the fact check (rag/factcheck.py), the injection guard (rag/guard.py). Fills
     `result`; returns them as one dict."""
     from . import factcheck, support  # only after an answer: --retrieve-only does not load them
+    if result.answered_by == "model" and result.kind == "fact":  # a number said of something else: withdrawn
+        result.grounding = support.grounding(question, masker.mask(result.text), retrieval.sources, retrieval.vocab)
+        if result.grounding is not None:  # measured on the answer as masked as the sources
+            refused = result.grounding["coverage"] < GROUNDED
+            result.grounding.update(needed=GROUNDED, refused=refused)
+            if refused:
+                result.grounding["answer"], result.text = masker.mask(result.text), answer.NO_INFO
     by_model = result.answered_by == "model"  # the model's [n] are checked and corrected, a verbatim section's not
     found = support.check(result.text, retrieval.sources, retrieval.vocab, correct=by_model)
     if by_model:
@@ -291,7 +304,8 @@ def check(result, retrieval, question, masker, shield):
     result.text, result.guard = shield.check(result.text, mask=masker.mask)
     result.evidence = [e for e in result.evidence if not shield.removed(e["text"])]  # never an injection as evidence
     return {"evidence": result.evidence, "support": result.support, "citations": result.citations,
-            "unsupported": result.unsupported, "guard": result.guard, "answered_by": result.answered_by}
+            "unsupported": result.unsupported, "guard": result.guard, "answered_by": result.answered_by,
+            "grounding": result.grounding}
 
 
 def run(question, settings, history=()):

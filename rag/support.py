@@ -39,6 +39,7 @@ CODE = re.compile(r"`([^`\n]+)`")
 STEP = re.compile(r"^\s*(?:[-*+•]|\d{1,2}[.)])\s+")
 MARKER = re.compile(r"\s*" + CITATION.pattern)  # a [n] with the space before it
 BARE = re.compile(r"[^\w]*(?:quellen?)?[^\w]*", re.I)  # what is left of "[QUELLE [3]]" without its [n]
+MASKED = re.compile(r"\[[A-ZÄÖÜ-]+ \d+\]")  # a placeholder of rag/privacy.py: "[IBAN 1]", "[NAME 2]"
 HEADER = re.compile(r"^\s*(?:laut|nach|gemäß|siehe)?\s*(?:quelle|quellen)\s*\[\d+(?:\s*[,;]\s*\d+)*\]\s*:?\s*$", re.I)
 
 
@@ -239,6 +240,55 @@ def rewrite(answer, statements):
             line = line[:start] + text + line[end:]
         lines[n] = line
     return "\n".join(lines)
+
+
+def grounding(question, answer, sources, vocab=frozenset()):
+    """Does the passage that holds the answer's facts talk about what the question asks?
+
+    The answer's numbers, dates, amounts, § and names with digits (factcheck.claims; not those the
+    question names itself) are looked up unit by unit (rag/context.py units, each read with its
+    source's heading path). Per fact, the best share of the question's content words among the
+    units that hold it; the answer's grounding is the lowest of these (a fact that no unit holds is
+    left to the fact check; 0.0 when no unit holds any of them). A model that answers "Wie
+    viele Plätze hat der Schulungsraum im Erdgeschoss?" with "6 Plätze" from a row about another
+    room gets a low share: the number stands in the wiki, but not said of what was asked.
+    Returns {"facts": [...], "coverage": share, 0.0 when no unit holds a fact}, or None when the
+    answer states no such fact (nothing to measure).
+
+    Example: question "Wie viele Plätze hat der Schulungsraum?", answer "Er hat 6 Plätze [1].",
+             source "| Besprechungsraum Alster | 6 Plätze |" -> {"facts": ["6 Plätze"], "coverage": 0.5}
+    """
+    if not answer or answer.strip().startswith(NO_INFO):
+        return None
+    asked = factcheck.read_source(question)
+    facts = [c for c in factcheck.claims(MASKED.sub(" ", CITATION.sub("", answer)))
+             if c.kind != "code" and not factcheck.found(c, asked)]
+    if not facts:
+        return None
+    words, best = content_words(question), [None] * len(facts)
+    for source in sources:
+        for unit in context.units(source.content):
+            evidence = factcheck.read_source(unit.text)
+            held = [i for i, c in enumerate(facts) if holds(c, evidence)]
+            if not held:
+                continue
+            tokens = set(german.index_text(f"{source.heading or ''}\n{unit.text}", vocab).split())
+            share = covers(words, tokens | {german.stem(t) for t in tokens}, {})
+            for i in held:
+                best[i] = max(best[i] or 0.0, share)
+    held = [b for b in best if b is not None]  # a fact no unit holds is the fact check's (factcheck.py) to
+    #                                              flag; only when none is held is the answer grounded nowhere
+    return {"facts": list(dict.fromkeys(c.text for c in facts)), "coverage": round(min(held), 3) if held else 0.0}
+
+
+def holds(claim, evidence):
+    """Does a unit hold the fact? As the fact check finds it, or an amount by its number alone (the
+    unit may be a table row whose unit stands in the header: "| Quota in KB |" above "| 2048000 |")."""
+    if factcheck.found(claim, evidence):
+        return True
+    number = re.search(r"\d+(?:[.,]\d+)*", claim.text) if claim.kind == "quantity" else None
+    value = number and factcheck.number_value(number.group())
+    return bool(value) and f"n:{value}" in evidence.keys
 
 
 def verbatim(unit, answer):

@@ -130,6 +130,18 @@ def test_text_mode_streams_the_answer_and_marks_cited_sources(env):
     assert "Zitate: [1] gültig; unbekannt: [9]" in result.stdout
 
 
+def test_a_withdrawn_fact_answer_says_why_in_the_terminal_and_the_json(env):
+    question = "Wie viel Speicher hat der Fileserver im Keller?"  # "2 GB" stands in the wiki, said of the mailbox
+    with FakeLlamaServer(answer=["Es sind 2 GB", " [1]."]) as server:
+        shown = ask(env, server, "--no-floor", question)
+        out = load_json(ask(env, server, "--no-floor", "--json", question).stdout)
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout.startswith("Es sind 2 GB [1].\n→ Dazu habe ich keine Information.  (zurückgezogen: 2 GB steht "
+                                   "nur in Stellen, die kaum von der Frage handeln")
+    assert out["answer"] == "Dazu habe ich keine Information." and out["grounding"]["refused"] is True
+    assert out["grounding"]["answer"] == "Es sind 2 GB [1]." and out["grounding"]["facts"] == ["2 GB"]
+
+
 def test_answer_without_citation_says_so(env):
     with FakeLlamaServer(answer=["Mit cyradm."]) as server:
         result = ask(env, server, QUESTION)

@@ -192,3 +192,26 @@ def test_the_source_that_holds_the_number_supports_a_statement_worded_like_anoth
     text = "Die Wartung der Telefonanlage kann von beiden Seiten mit einer Frist von 1 Monat ordentlich gekündigt werden. [2]"
     found = support.check(text, sources, vocab, correct=True)
     assert found["statements"][0]["supported_by"] == [1] and found["answer"].endswith("[1]")
+
+
+ROOMS = [source("raeume.md", "Besprechungsräume › Räume und Ausstattung",
+                "| Raum | Etage | Plätze |\n|---|---|---|\n| Alster | 2. OG | 6 Plätze |\n| Elbe | 3. OG | 12 Plätze |"),
+         source("schulung.md", "Schulungen", "Schulungen finden im Erdgeschoss der Zentrale statt.")]
+
+
+@pytest.mark.parametrize("question, text, coverage", [
+    ("Wie viele Plätze hat der Besprechungsraum Elbe?", "Der Besprechungsraum Elbe hat 12 Plätze [1].", 1.0),
+    # the number stands in the wiki, but said of another room: few of the question's words around it
+    ("Wie viele Plätze hat der Schulungsraum im Erdgeschoss der Zentrale?", "Er hat 6 Plätze [1].", 0.25),
+    ("Wie hoch ist das jährliche IT-Budget?", "Das IT-Budget beträgt 250.000 € [1].", 0.0),  # in no source
+])
+def test_grounding_is_the_share_of_the_question_around_the_answer_s_facts(question, text, coverage):
+    vocab = german.learn_vocabulary(s.content for s in ROOMS)
+    found = support.grounding(question, text, ROOMS, vocab)
+    assert found["coverage"] == coverage and found["facts"]
+
+
+def test_grounding_measures_only_facts_the_question_does_not_name():
+    vocab = german.learn_vocabulary(s.content for s in ROOMS)
+    assert support.grounding("Welcher Raum hat 12 Plätze?", "Der Raum Elbe [1].", ROOMS, vocab) is None
+    assert support.grounding("Wie viele Plätze hat Elbe?", "Dazu habe ich keine Information.", ROOMS, vocab) is None

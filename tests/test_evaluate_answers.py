@@ -30,4 +30,4 @@ def test_rescore_reports_kinds_supported_citations_and_refusals_by_the_check(tmp
     assert "| How-to-Fragen: alle Schlüsselschritte in der Antwort (Anteil der Schritte: 67%) | 0% |" in lines
     assert "| Faktenfragen: Schlüsselfakt in der Antwort | 100% |" in lines
     assert "gestütztes Zitat" in lines and "| 50% | ≥ 90% | nein |" in lines  # 1 of 2 answered in-wiki
-    assert "(Schwelle 0%, Prüfung 100%, Modell 0%) | 100% |" in lines
+    assert "(Schwelle 0%, Prüfung 100%, Beleg 0%, Modell 0%) | 100% |" in lines

@@ -233,10 +233,10 @@ def ask(env, answer, *args):
 
 
 def test_wrong_duration_is_shown_after_the_citation_line(env):
-    result = ask(env, ["Die Frist beträgt", " 14 Tage [1]."])
+    result = ask(env, ["Die Frist beträgt 3 Monate,", " nicht 14 Tage [1]."])  # one fact right, one in no source
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
-    assert lines[0] == "Die Frist beträgt 14 Tage [1]."
+    assert lines[0] == "Die Frist beträgt 3 Monate, nicht 14 Tage [1]."
     assert lines[-1] == "Nicht in den Quellen: 14 Tage"  # after the citation line and the support lines
     assert "Zitate: [1] gültig" in lines[:-1]
 
@@ -249,7 +249,7 @@ def test_correct_paraphrase_shows_nothing(env):
 
 
 @pytest.mark.parametrize("answer, expected", [
-    (["Die Frist beträgt 14 Tage [1]."], ["14 Tage"]),
+    (["Die Frist beträgt 3 Monate, nicht 14 Tage [1]."], ["14 Tage"]),
     (["Die Frist beträgt drei Monate [1]."], []),
     (["Nach § 9 sind es 3 Monate."], ["§ 9"]),  # no citation: all sources looked up
 ])
@@ -261,6 +261,14 @@ def test_json_and_audit_carry_the_unsupported_claims(env, answer, expected):
     assert out["unsupported"] == expected
     entry = json.loads(Path(env["RAG_AUDIT"]).read_text(encoding="utf-8").splitlines()[-1])
     assert entry["unsupported"] == expected and entry["answer"] == answer[0]
+
+
+def test_a_fact_answer_whose_fact_stands_in_no_source_is_withdrawn(env):
+    result = ask(env, ["Die Frist beträgt 14 Tage [1]."], "--json")
+    out = load_json(result.stdout)
+    assert out["answer"] == "Dazu habe ich keine Information." and out["unsupported"] == []
+    assert out["grounding"] == {"facts": ["14 Tage"], "coverage": 0.0, "needed": 0.3, "refused": True,
+                                "answer": "Die Frist beträgt 14 Tage [1]."}
 
 
 def test_without_llm_call_unsupported_is_null(env):
