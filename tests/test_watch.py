@@ -16,13 +16,21 @@ from conftest import ROOT, SMALL_WIKI, run_script
 INTERVAL = 2  # seconds, as the issue asks: an edit must be searchable ≤ 3 s after the save
 
 
+def default_sigint():
+    """Ctrl-C as in a terminal: a suite started in the background of a script (`bash scripts/test.sh &`
+    inside a subshell) hands its children SIGINT ignored, and a Python started so never raises
+    KeyboardInterrupt."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 class Watcher:
     """build_index.py --watch in the background; lines() of stdout as they come."""
 
     def __init__(self, wiki, env, *args):
         self.proc = subprocess.Popen([sys.executable, str(ROOT / "build_index.py"), "--wiki", str(wiki), "--watch",
                                       "--interval", str(INTERVAL), *args], env={**os.environ, **env},
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+                                     preexec_fn=default_sigint)
         self.out, self.err, self.err_done = queue.Queue(), [], threading.Event()
         threading.Thread(target=lambda: [self.out.put(line.rstrip("\n")) for line in self.proc.stdout],
                          daemon=True).start()
