@@ -279,10 +279,11 @@ def ask(question, settings, history=()):
 
 
 def check(result, retrieval, question, masker, shield):
-    """The checks of an answer, in this order: a fact answer's grounding (withdrawn when its facts stand only
-    in passages about something else, rag/support.py grounding), evidence and supported citations (rag/support.py; a model's
-    citation that no supporting source backs is replaced by the one that does), valid citation numbers, the fact check (rag/factcheck.py), the injection guard (rag/guard.py). Fills
-    `result`; returns them as one dict."""
+    """The checks of an answer, in this order: a fact answer's grounding (withdrawn when its facts stand
+    only in passages about something else, rag/support.py grounding), evidence and supported citations
+    (rag/support.py; a model's [n] that does not support its statement is replaced by the one that
+    does), valid citation numbers, the fact check (rag/factcheck.py), the injection guard
+    (rag/guard.py). Fills `result`; returns them as one dict."""
     from . import factcheck, support  # only after an answer: --retrieve-only does not load them
     if result.answered_by == "model" and result.kind == "fact":  # a number said of something else: withdrawn
         result.grounding = support.grounding(question, masker.mask(result.text), retrieval.sources, retrieval.vocab)
