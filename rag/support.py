@@ -25,6 +25,7 @@ that leaves none); the model never writes it.
 Does not handle: paraphrase without shared words (a statement in other words than the source is
 "nicht gestützt"), negation ("nicht" is a stopword), support spread over two sources.
 """
+import functools
 import math
 import re
 
@@ -137,15 +138,14 @@ def rarity(units):
     return {t: math.log(1 + total / c) for t, c in counts.items()}
 
 
-def best_unit(statement, rows, weight, facts=None):
+def best_unit(statement, rows, weight, facts=()):
     """(weighted share of the statement's words, unit text) of the unit that holds most of them.
 
-    facts: the statement's numbers, dates, § and names with digits (factcheck.claims); they weigh as
+    facts: the statement's numbers, dates, § and names with digits (facts_of()); they weigh as
     much as half its words together, so the unit that holds them wins over one that only shares the
     wording ("1 Monat zum Monatsende" in a table row, not "3 Monaten" in a sentence worded like the answer).
     """
     words, commands = content_words(statement), commands_in(statement)
-    facts = [c for c in factcheck.claims(statement) if c.kind != "code"] if facts is None else facts
     weight = {w: weight.get(w, weight.get(german.stem(w), max(weight.values(), default=1.0))) for w in words}
     best = (0.0, "")
     for text, tokens, folded in rows:
@@ -153,7 +153,7 @@ def best_unit(statement, rows, weight, facts=None):
             continue  # a statement with a command is supported only where that command stands
         share = covers(words, tokens, weight)
         if facts:
-            evidence = factcheck.read_source(text)
+            evidence = evidence_of(text)
             share = (share + FACT_WEIGHT * all(factcheck.found(c, evidence) for c in facts)) / (1 + FACT_WEIGHT)
         if share > best[0]:
             best = (share, text)
@@ -174,7 +174,8 @@ def check(answer, sources, vocab=frozenset(), correct=False):
         text, cited = at["text"], at["cited"]
         if HEADER.match(text) or len(content_words(text)) < MIN_WORDS:
             continue
-        scored = [(best_unit(text, rows, weight), n) for n, rows in enumerate(units, start=1)]
+        facts = facts_of(text)  # once per statement, not once per source
+        scored = [(best_unit(text, rows, weight, facts), n) for n, rows in enumerate(units, start=1)]
         supported = [n for (share, _), n in scored if share >= SUPPORT]
         (share, unit), best = max(scored, key=lambda t: (t[0][0], -t[1])) if scored else ((0.0, ""), None)
         if any(n in supported for n in cited):
@@ -215,17 +216,17 @@ def rewrite(answer, statements):
     edits = {}  # line -> [(start, end, new text)]
     for s in statements:
         where = s["where"]
-        if not where or s["best"] is None or s["verdict"] not in ("anderes Zitat", "ohne Zitat"):
+        if s["best"] is None or s["verdict"] not in ("anderes Zitat", "ohne Zitat"):
             continue
         if s["verdict"] == "anderes Zitat" and not where["own"]:
             continue  # inherited: the source line is right for the other lines it covers
         line, marker = lines[where["line"]], f"[{s['best']}]"
         if s["verdict"] == "anderes Zitat":  # the first [n] becomes the supporting one, further ones go
-            first = [True]
+            replacement = iter([marker])
 
             def swap(match):
-                keep, first[0] = first[0], False
-                return match.group(0).replace(match.group(0).strip(), marker) if keep else ""
+                new = next(replacement, "")
+                return match.group(0).replace(match.group(0).strip(), new) if new else ""
             for start, end in where["spans"]:
                 edits.setdefault(where["line"], []).append((start, end, MARKER.sub(swap, line[start:end])))
         else:
@@ -261,14 +262,13 @@ def grounding(question, answer, sources, vocab=frozenset()):
     if not answer or answer.strip().startswith(NO_INFO):
         return None
     asked = factcheck.read_source(question)
-    facts = [c for c in factcheck.claims(MASKED.sub(" ", CITATION.sub("", answer)))
-             if c.kind != "code" and not factcheck.found(c, asked)]
+    facts = [c for c in facts_of(MASKED.sub(" ", CITATION.sub("", answer))) if not factcheck.found(c, asked)]
     if not facts:
         return None
     words, best = content_words(question), [None] * len(facts)
     for source in sources:
         for unit in context.units(source.content):
-            evidence = factcheck.read_source(unit.text)
+            evidence = evidence_of(unit.text)
             held = [i for i, c in enumerate(facts) if holds(c, evidence)]
             if not held:
                 continue
@@ -279,6 +279,18 @@ def grounding(question, answer, sources, vocab=frozenset()):
     held = [b for b in best if b is not None]  # a fact no unit holds is the fact check's (factcheck.py) to
     #                                              flag; only when none is held is the answer grounded nowhere
     return {"facts": list(dict.fromkeys(c.text for c in facts)), "coverage": round(min(held), 3) if held else 0.0}
+
+
+def facts_of(text):
+    """The numbers, dates, amounts, § and names with digits of a text (factcheck.claims without commands,
+    which best_unit() requires verbatim anyway)."""
+    return [c for c in factcheck.claims(text) if c.kind != "code"]
+
+
+@functools.lru_cache(maxsize=4096)
+def evidence_of(unit):
+    """factcheck's reading of one unit's text; the same units are read for every statement of an answer."""
+    return factcheck.read_source(unit)
 
 
 def holds(claim, evidence):
