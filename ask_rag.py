@@ -9,7 +9,7 @@
 
 Steps, in the order of the post:
   1. embed    the question, with the same llama-embedding and model as the index
-  2. rank     hybrid: German full-text search fused with exact cosine similarity (rag/search.py)
+  2. rank     hybrid: German full-text search fused with exact cosine similarity (rag/search/ranking.py)
   3. prompt   the top-k chunks numbered [1]…[n], quoted as data, "Dazu habe ich keine Information."
   4. ask      a running llama-server, tokens printed as they arrive; then the sources and which
               of them the answer cites, and one line in the audit log
@@ -21,7 +21,7 @@ the core's events into lines on the terminal.
 
 --expand also searches what the answer model makes of the question (its search phrases, or its
 choice among the first results); --chat asks one question after another and rewrites a follow-up
-into a standalone question first (both in rag/expand.py).
+into a standalone question first (both in rag/search/expand.py).
 
 Does not handle: several indexes at once, editing earlier questions of a --chat session.
 """
@@ -32,7 +32,14 @@ import os
 import signal
 import sys
 
-from rag import answer, audit, config, core, expand, guard, privacy, search
+from rag import config
+from rag import core
+from rag.answer import audit
+from rag.answer import guard
+from rag.answer import prompt as answer
+from rag.privacy import mask as privacy
+from rag.search import expand
+from rag.search import ranking as search
 
 
 def fail(message, code=1):
@@ -48,7 +55,7 @@ def print_explain(result, out):
           f"{'-' if result.best_cosine is None else f'{result.best_cosine:.3f}'}", file=out)
     if result.under:
         print(f"Ordner:    nur {result.under}", file=out)
-    if result.scan:  # which way rag/vectors.py scanned the vectors
+    if result.scan:  # which way rag/store/vectors.py scanned the vectors
         processes = f", {result.scan_processes} Prozesse" if (result.scan_processes or 1) > 1 else ""
         how = (f"HNSW: {result.scan_candidates} Kandidaten vorausgewählt, exakt nachgerechnet" if result.scan_candidates
                else "exakt, alle Vektoren")
@@ -57,7 +64,7 @@ def print_explain(result, out):
         print(f"Belege zu schwach: {result.weak_reason}", file=out)
     if result.query_prefix is not None:
         print(f'Präfix:    "{result.query_prefix}" (vor der Frage, nur fürs Embedding)', file=out)
-    for kept in result.pii_kept:  # business contacts and RAG_PII_KEEP values (rag/privacy.py)
+    for kept in result.pii_kept:  # business contacts and RAG_PII_KEEP values (rag/privacy/mask.py)
         print(privacy.describe_kept(kept), file=out)
 
 
@@ -118,11 +125,11 @@ def print_answer(done, out):
         return
     print_sources(done.retrieval, done.citations, out)
     if done.support is not None:
-        from rag import support
+        from rag.answer import support
         for line in support.describe({"evidence": done.evidence, "statements": done.support}):
             print(line, file=out)
     if done.unsupported:
-        from rag import factcheck
+        from rag.answer import factcheck
         print(factcheck.describe(done.unsupported), file=out)
     if done.guard:
         lines = guard.describe(done.guard, colour=out.isatty() and not os.environ.get("NO_COLOR"))
@@ -237,7 +244,7 @@ def parse_args(argv=None):
     parser.add_argument("--expand", action="store_true", default=os.environ.get("RAG_EXPAND") == "1",
                         help="Frage erweitern: das Antwortmodell (derselbe llama-server) hilft suchen, siehe "
                              "--expand-method (RAG_EXPAND=1; auch mit --retrieve-only, dann fragt es den Server nur "
-                             "danach; rag/expand.py)")
+                             "danach; rag/search/expand.py)")
     parser.add_argument("--expand-method", choices=expand.METHODS,
                         default=config.env_str("RAG_EXPAND_METHOD", expand.METHOD),
                         help=f"mit --expand: phrases = Suchbegriffe in der Sprache des Wikis, zusätzlich gesucht; "
@@ -263,7 +270,7 @@ def parse_args(argv=None):
     parser.add_argument("--pii", default=config.env_str("RAG_PII", "mask"),
                         help="personenbezogene Daten (IBAN, Telefon, Steuer-ID …) in Prompt, Ausgabe und Audit-Log: "
                              "mask ersetzt sie durch [IBAN 1] usw. (Standard), flag markiert die Quellen, off "
-                             "(RAG_PII; rag/privacy.py)")
+                             "(RAG_PII; rag/privacy/mask.py)")
     parser.add_argument("--pii-kinds", default=os.environ.get("RAG_PII_KINDS", ""), metavar="ARTEN",
                         help="welche Arten maskiert werden: \"-ADRESSE,-PLZ-ORT\" alle außer diesen, "
                              "\"IBAN,TELEFON,NAME\" nur diese (RAG_PII_KINDS; Standard: alle: "
@@ -272,11 +279,11 @@ def parse_args(argv=None):
                         help="Werte oder Muster, die lesbar bleiben, durch Kommas getrennt, z. B. \"040 66969*,"
                              "NAME:Henrik Lorenzen\" (RAG_PII_KEEP; --explain zeigt, was behalten wurde)")
     parser.add_argument("--guard", choices=("on", "off"), default=config.env_str("RAG_GUARD", "on"),
-                        help="Schutz vor Anweisungen im Wiki-Text (rag/guard.py): on entfernt sie aus dem Prompt und "
+                        help="Schutz vor Anweisungen im Wiki-Text (rag/answer/guard.py): on entfernt sie aus dem Prompt und "
                              "prüft Links, Adressen, Telefonnummern und Befehle der Antwort (Standard); off nur zum "
                              "Messen (RAG_GUARD)")
     parser.add_argument("--serve", action="store_true",
-                        help="Web-Seite und OpenAI-kompatible API starten (rag/web.py), statt eine Frage zu beantworten")
+                        help="Web-Seite und OpenAI-kompatible API starten (rag/doors/web.py), statt eine Frage zu beantworten")
     parser.add_argument("--host", default=config.env_str("RAG_SERVE_HOST", "127.0.0.1"),
                         help="Adresse für --serve (RAG_SERVE_HOST, Standard: 127.0.0.1; eine andere nur mit --serve-key)")
     parser.add_argument("--port", type=int, default=config.env_int("RAG_SERVE_PORT", 8090),
@@ -290,7 +297,7 @@ def parse_args(argv=None):
                         help="so viele Fragen warten auf einen Platz, weitere bekommen sofort „ausgelastet“ "
                              "(RAG_SERVE_QUEUE; Standard: so viele wie --serve-slots)")
     parser.add_argument("--mcp", action="store_true",
-                        help="als MCP-Server über stdin/stdout laufen (Werkzeuge search_wiki, ask_wiki; rag/mcp_server.py)")
+                        help="als MCP-Server über stdin/stdout laufen (Werkzeuge search_wiki, ask_wiki; rag/doors/mcp_server.py)")
     args = parser.parse_args(joined_kinds(sys.argv[1:] if argv is None else argv))
     args.server = args.server.rstrip("/").removesuffix("/v1")  # an OpenAI base URL (…/v1) works too
     if args.steps not in ("source", "model"):  # argparse checks the choices of the flag only
@@ -337,7 +344,8 @@ def main():
         print(audit.show(args.audit or audit.default_path(args.db), args.audit_show))
         return
     if args.serve or args.mcp:  # the long-running doors: the same core, their own formats
-        from rag import mcp_server, web
+        from rag.doors import mcp_server
+        from rag.doors import web
         try:
             return (web.serve(settings_from(args), args.host, args.port, args.serve_key, args.serve_slots,
                               args.serve_queue) if args.serve else mcp_server.serve(settings_from(args)))

@@ -6,15 +6,15 @@
 
 Steps, in the order of the post:
   1. read     wiki/**/*.md and *.txt, sorted (suffixes in any case: VERTRAG.PDF); front matter stripped;
-              PDF, HTML and Word (.docx) pages become Markdown first (rag/formats.py), only when their
+              PDF, HTML and Word (.docx) pages become Markdown first (rag/ingest/formats.py), only when their
               bytes changed; text a reader does not see (HTML comments, hidden elements, Word's
               hidden runs, zero-width and bidi characters) is dropped with one warning per page
-              (rag/hidden.py), PDF pages without text are named and left out
+              (rag/ingest/hidden.py), PDF pages without text are named and left out
   2. chunk    at paragraph boundaries up to MAX_CHARS, each chunk under its heading path
   3. embed    many chunks per call: a llama-server --embeddings that this script starts for the
               run (--embed-via spawn), llama-embedding processes as in the post (binary,
-              rag/embedder.py) or any running OpenAI-compatible endpoint (server, rag/embed_client.py)
-  4. store    docs + vectors + search text in knowledge.db (rag/store.py), one transaction per page
+              rag/models/embed_binary.py) or any running OpenAI-compatible endpoint (server, rag/models/embed_server.py)
+  4. store    docs + vectors + search text in knowledge.db (rag/store/sqlite.py), one transaction per page
 
 Incremental: a page whose bytes did not change is skipped; a chunk whose text (heading path +
 content) is already in the index reuses its vector, so a renamed page needs no new embeddings.
@@ -27,7 +27,7 @@ read with replacement characters (�) and a warning. A chunk too long for the m
 split further.
 
 Does not handle: formats other than Markdown, plain text, PDF, HTML and .docx (no OCR of scans),
-setext headings (underlined with ===). A second writer waits for the first (rag/store.py), it never interleaves.
+setext headings (underlined with ===). A second writer waits for the first (rag/store/sqlite.py), it never interleaves.
 """
 import argparse
 import collections
@@ -40,14 +40,22 @@ import time
 import unicodedata
 from pathlib import Path
 
-from rag import config, embed_client, embedder, formats, german, hidden, privacy, safety, store
-from rag.server_process import ServerProcess
+from rag import config
+from rag.ingest import formats
+from rag.ingest import hidden
+from rag.models import embed_binary as embedder
+from rag.models import embed_server as embed_client
+from rag.models.server_process import ServerProcess
+from rag.privacy import mask as privacy
+from rag.store import sqlite as store
+from rag.text import german
+from rag.text import safety
 
 MAX_CHARS = 1200  # longest chunk in characters (as in the post)
 BATCH = 64  # chunks per llama-embedding process or request (bench/indexing.py --tune: 64 is 2.6x faster than 16)
 EMBED_VIA = "auto"  # auto: spawn when llama-server sits next to llama-embedding (same build), else binary
 MAX_FILE_BYTES = 5 * 1024 * 1024  # larger files are skipped with a warning
-SUFFIXES = (".md", ".txt") + formats.SUFFIXES  # what counts as a wiki page (.pdf .html .htm .docx: rag/formats.py)
+SUFFIXES = (".md", ".txt") + formats.SUFFIXES  # what counts as a wiki page (.pdf .html .htm .docx: rag/ingest/formats.py)
 HEADING_SEP = " › "  # between the parts of a heading path
 CHUNKER = "chunker 3"  # bump when chunking changes: every page is then re-chunked (vectors reused); 3: invisible characters removed
 WATCH_INTERVAL = 2.0  # --watch: seconds between two looks at the wiki (a change is stored ≤ this + embedding later)
@@ -160,7 +168,7 @@ def clean_page(rel, text, notes=None):
     """The page without zero-width and bidi control characters; one warning if it hid anything.
 
     Example: "a.md", "Pass\\u200bwort" -> "Passwort", warning "a.md: versteckter Text entfernt
-    (1 unsichtbares Zeichen) – Seite trotzdem indexiert" (notes: what the converter dropped, rag/hidden.py)
+    (1 unsichtbares Zeichen) – Seite trotzdem indexiert" (notes: what the converter dropped, rag/ingest/hidden.py)
     """
     text, invisible = hidden.strip_invisible(text)
     found = collections.Counter(notes.hidden if notes is not None else {})
@@ -398,7 +406,7 @@ def embed_via_server(texts, batch, timeout, url, model_name=None, api_key=None):
 # -- 4. store --------------------------------------------------------------------------------------
 def model_identity(args):
     """What the index remembers about the embedding model: (file name, size in bytes) of a GGUF file,
-    or (the model name a server reports, "") for --embed-via server (rag/embed_client.py)."""
+    or (the model name a server reports, "") for --embed-via server (rag/models/embed_server.py)."""
     if args.via == "server":
         return embed_client.identify(args.embed_url, args.embed_model_name, args.api_key), ""
     return os.path.basename(args.model), str(os.path.getsize(args.model))
@@ -419,7 +427,7 @@ def check_model(meta, args):
 
 
 def open_index(args):
-    """The store behind --db, checked against the model (SQLite file or PostgreSQL, rag/store.py)."""
+    """The store behind --db, checked against the model (SQLite file or PostgreSQL, rag/store/sqlite.py)."""
     try:
         index = store.open_store(args.db, create=True, rebuild=args.rebuild)
     except store.StoreError as exc:
@@ -485,7 +493,7 @@ def embed_and_store(index, todo, args, stats):
 
 
 def with_search_text(chunks, vocab):
-    """The chunks with their folded search text (heading, body) from rag/german.py."""
+    """The chunks with their folded search text (heading, body) from rag/text/german.py."""
     return [c._replace(search=(german.index_text(c.heading, vocab), german.index_text(c.content, vocab)))
             for c in chunks]
 
@@ -521,7 +529,7 @@ def report_pii(index, paths):
     """One stderr line per page of this run with personal data: counts per kind, never the values.
 
     Example: "Personenbezogene Daten: hr-it/x.md: 2 IBAN, 1 TELEFON" (the index keeps the text as
-    it is; ask_rag.py masks it at ask time, see rag/privacy.py; RAG_PII_KINDS/RAG_PII_KEEP apply)
+    it is; ask_rag.py masks it at ask time, see rag/privacy/mask.py; RAG_PII_KINDS/RAG_PII_KEEP apply)
     """
     kinds, keep = pii_settings()
     for path in sorted(paths):

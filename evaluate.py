@@ -30,9 +30,15 @@ import tempfile
 import time
 from pathlib import Path
 
-from rag import answer as answer_module
-from rag import config, embedder, expand, factcheck, privacy, search, store
-from rag.server_process import ServerProcess
+from rag import config
+from rag.answer import factcheck
+from rag.answer import prompt as answer_module
+from rag.models import embed_binary as embedder
+from rag.models.server_process import ServerProcess
+from rag.privacy import mask as privacy
+from rag.search import expand
+from rag.search import ranking as search
+from rag.store import sqlite as store
 
 ROOT = Path(__file__).resolve().parent  # the repository (ask_rag.py, build_index.py)
 
@@ -78,7 +84,7 @@ def first_hit(sources, expected):
 def evaluate(conn, items, vectors, modes, floor, vector_weight, max_per_file=search.MAX_PER_FILE,
              comparable=search.COMPARABLE, reject=None, expanded=None):
     """Recall and refusals per mode. expanded: per item ([(text, vector)], weights, chooser or None,
-    feedback or None), the question first, then what rag/expand.py added; their rankings are fused
+    feedback or None), the question first, then what rag/search/expand.py added; their rankings are fused
     (search.retrieve_fused)."""
     rows, misses = {}, []
     for mode in modes:
@@ -180,7 +186,7 @@ def print_table(rows, meta, n_in, n_out):
 
 
 def evaluate_pii(path):
-    """Precision and recall of rag/privacy.py per kind (and "gesamt") over {"text", "entities"} lines.
+    """Precision and recall of rag/privacy/mask.py per kind (and "gesamt") over {"text", "entities"} lines.
 
     A found value counts as right when kind and normalised value match an expected entity. A line
     may carry "off": [kinds] – kinds switched off for that text, as RAG_PII_KINDS does: they are not
@@ -229,7 +235,7 @@ FACTCHECK_GOALS = (0.80, 0.10)  # wrong answers flagged at least, correct answer
 
 
 def run_factcheck(path, as_json):
-    """evaluate.py --factcheck: rag/factcheck.py over {"sources", "answer", "wrong"} lines; no index needed."""
+    """evaluate.py --factcheck: rag/answer/factcheck.py over {"sources", "answer", "wrong"} lines; no index needed."""
     cases = read_jsonl(path, "Faktencheck-Datei", 'JSON Lines mit "sources", "answer" und "wrong"')
     result = factcheck.measure(cases)
     if as_json:
@@ -339,7 +345,7 @@ def judge_answer(item, out, seconds, error, texts=None):
            "sources": [s.get("path") for s in out.get("sources", [])], "facts": item["facts"]}
     if "unsupported" in out:
         row["unsupported"] = out["unsupported"]
-    if out.get("guard"):  # what rag/guard.py removed from the prompt, withheld or replaced
+    if out.get("guard"):  # what rag/answer/guard.py removed from the prompt, withheld or replaced
         row["guard"] = out["guard"]
     return score(row)
 
@@ -356,7 +362,7 @@ def cited_facts(facts, cited, texts):
 
 def source_texts(db, sources):
     """The text of each source of an --json answer, read from the index (a widened source: all its chunks)."""
-    index = store.open_store(db)  # SQLite or PostgreSQL (rag/store.py)
+    index = store.open_store(db)  # SQLite or PostgreSQL (rag/store/sqlite.py)
     try:
         out = []
         for s in sources:
@@ -372,7 +378,7 @@ def score(row):
     """Set refused / refused_by / mixed / fact / facts_share of a row from its answer (also for --rescore)."""
     text, called = row["answer"], row.get("llm_called", row.get("refused_by") != "floor")
     checked = (row.get("answerable") or {}).get("refused")
-    withdrawn = (row.get("grounding") or {}).get("refused")  # rag/support.py grounding: a fact said of something else
+    withdrawn = (row.get("grounding") or {}).get("refused")  # rag/answer/support.py grounding: a fact said of something else
     refused = not row["error"] and (not called or checked or withdrawn or is_refusal(text))
     by = None if not refused else ("floor" if not called else "check" if checked else "grounding" if withdrawn
                                    else "model")
@@ -475,7 +481,7 @@ def print_answer_summary(s, model):
             goal_text = f"≤ {goal:.0f} s"
         print(f"| {name} | {shown} | {goal_text} | {'ja' if met else 'nein'} |")
     if s["fact_asked_right"] is not None:
-        print(f"Fragetyp erkannt (rag/context.py): Faktenfragen {percent(s['fact_asked_right'])}, "
+        print(f"Fragetyp erkannt (rag/answer/context.py): Faktenfragen {percent(s['fact_asked_right'])}, "
               f"How-to-Fragen {percent(s['howto_asked_right'])}")
     if s["mixed"]:
         print(f"{s['mixed']} Antworten nennen etwas und hängen trotzdem „{answer_module.NO_INFO}“ an "
@@ -543,7 +549,9 @@ def tune_threshold(rows):
 
 def run_answerable(args, db_given):
     """evaluate.py --answerable: the answerability check alone (no answers), per question, and its threshold."""
-    from rag import answerable, context, core
+    from rag import core
+    from rag.answer import answerable
+    from rag.answer import context
     items = load_answer_items(args.answer_questions)
     with tempfile.TemporaryDirectory(prefix="rag-answerable-") as tmp:
         db = args.db if db_given else fresh_index(tmp, args)
@@ -604,7 +612,7 @@ def start_answer_server(args, tmp):
 
 
 def llm_info(url):
-    from rag import llm
+    from rag.models import llm
     try:
         return llm.server_info(url)
     except llm.LLMError as exc:
@@ -896,10 +904,10 @@ def answer_server(args, tmp):
 
 
 def model_asker(url):
-    """rag/expand.py's ask() for a measurement: each prompt asked once (the model answers it the same way
+    """rag/search/expand.py's ask() for a measurement: each prompt asked once (the model answers it the same way
     every time: temperature 0, fixed seed). When the very first call fails, the run ends with its German
     line (no model to measure); a later failed call is one warning line on stderr and that question is
-    searched as asked (rag/expand.py falls back), as ask_rag.py does, and the run goes on."""
+    searched as asked (rag/search/expand.py falls back), as ask_rag.py does, and the run goes on."""
     ask, answers = expand.asker(url), {}
 
     def ask_once(messages, schema, max_tokens):
@@ -929,7 +937,7 @@ def embed_all(texts, args, meta):
 
 
 def prepare_all(questions, histories, method, ask):
-    """rag/expand.py prepare() for each question; progress on stderr."""
+    """rag/search/expand.py prepare() for each question; progress on stderr."""
     out = []
     for n, (question, history) in enumerate(zip(questions, histories), start=1):
         searched = expand.prepare(question, history, method, ask)
@@ -954,7 +962,7 @@ def median_s(searched, key):
 
 
 def run_expand(args, conn, meta, items, modes, floor, reject):
-    """evaluate.py --expand: the question set without and with what rag/expand.py adds (--expand-method)."""
+    """evaluate.py --expand: the question set without and with what rag/search/expand.py adds (--expand-method)."""
     model = args.expand_method != "prf"  # prf reads the first results only, no model
     with tempfile.TemporaryDirectory(prefix="rag-expand-") as tmp, \
             (answer_server(args, tmp) if model else contextlib.nullcontext()) as url:
@@ -1072,12 +1080,12 @@ def main():
                         help="mit --tune: die gemessenen Werte im Index speichern (ask_rag.py nutzt sie)")
     parser.add_argument("--json", action="store_true", help="Ergebnis als JSON")
     parser.add_argument("--pii", nargs="?", const="eval/pii.jsonl", metavar="DATEI",
-                        help="statt der Suche die Erkennung personenbezogener Daten messen (rag/privacy.py): "
+                        help="statt der Suche die Erkennung personenbezogener Daten messen (rag/privacy/mask.py): "
                              "Präzision und Recall je Art über Zeilen {\"text\", \"entities\": [{\"kind\", \"value\"}], "
                              "\"off\": [Arten, die für diesen Text abgeschaltet sind]}; Standard-Datei eval/pii.jsonl, "
                              "kein Index nötig")
     parser.add_argument("--factcheck", nargs="?", const="eval/factcheck.jsonl", metavar="DATEI",
-                        help="statt der Suche den Faktencheck messen (rag/factcheck.py): Anteil erkannter falscher "
+                        help="statt der Suche den Faktencheck messen (rag/answer/factcheck.py): Anteil erkannter falscher "
                              "und fälschlich markierter richtiger Antworten; Standard-Datei eval/factcheck.jsonl, "
                              "kein Index nötig")
     parser.add_argument("--answers", action="store_true",
@@ -1106,7 +1114,7 @@ def main():
                              f"Wikis, inkrementell aus einem Basis-Index gebaut, gefragt über ask_rag.py --json gegen "
                              f"einen echten llama-server; Erfolgsquote der Angriffe und beantwortete Fakten je Kategorie")
     parser.add_argument("--expand", action="store_true",
-                        help="jede Frage ohne und mit Erweiterung messen (rag/expand.py, --expand-method); startet "
+                        help="jede Frage ohne und mit Erweiterung messen (rag/search/expand.py, --expand-method); startet "
                              "llama-server mit dem Antwortmodell (oder --server)")
     parser.add_argument("--expand-method", choices=expand.METHODS, default=expand.METHOD,
                         help=f"mit --expand: phrases, choose oder both, wie ask_rag.py (Standard: {expand.METHOD})")
@@ -1145,7 +1153,7 @@ def main():
         raise SystemExit(f"Fehler: --modes erlaubt nur {', '.join(search.MODES)}.")
     items = load_questions(args.questions)
     try:
-        conn = store.open_store(args.db)  # SQLite file or PostgreSQL DSN (rag/store.py)
+        conn = store.open_store(args.db)  # SQLite file or PostgreSQL DSN (rag/store/sqlite.py)
     except store.StoreError as exc:
         raise SystemExit(f"Fehler: {exc}")
     meta = conn.meta()

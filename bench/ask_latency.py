@@ -13,7 +13,7 @@ is started on a free port, then every question runs `ask_rag.py --no-floor` as a
   embedding         the question's llama-embedding process    } from ask_rag.py's own timings,
   retrieval         hybrid search in SQLite                   } read back from its audit log
   first token       request sent to first streamed piece      }   (the server's prompt_n/prompt_ms too)
-  bare embedding    one llama-embedding process for the first question, as rag/embedder.py starts it
+  bare embedding    one llama-embedding process for the first question, as rag/models/embed_binary.py starts it
                     and with extra flags (-fit off, -t 1, warm-up switched), median of --embed-repeat
   rest              until 1st token − embedding − retrieval − first token: start, imports, /health,
                     /props and the prompt; two parts of it measured on their own:
@@ -38,8 +38,12 @@ import common
 from common import ROOT
 
 import build_index  # noqa: E402  (common puts ROOT on sys.path)
-from rag import answer, config, embedder, search, store  # noqa: E402
-from rag.server_process import ServerProcess  # noqa: E402
+from rag import config
+from rag.answer import prompt as answer
+from rag.models import embed_binary as embedder
+from rag.models.server_process import ServerProcess  # noqa: E402
+from rag.search import ranking as search
+from rag.store import sqlite as store  # noqa: E402
 
 QUESTIONS = 5  # distinct questions, the first of eval/questions.jsonl
 EMBED_REPEAT = 5  # runs of the bare question embedding per llama-embedding setting
@@ -58,7 +62,7 @@ def copy_wiki(source, target, pages, first=()):
     """Copy wiki/ (or `pages` pages of it: the pages in `first`, then the others in order) to target.
 
     A smaller wiki keeps the pages that answer the questions asked, so the answerability check
-    (rag/answerable.py) lets them through and the model answers, as on the whole wiki."""
+    (rag/answer/answerable.py) lets them through and the model answers, as on the whole wiki."""
     found = build_index.find_pages(Path(source))
     for rel in ([p for p in found if p in set(first)] + [p for p in found if p not in set(first)])[:pages]:
         (target / rel).parent.mkdir(parents=True, exist_ok=True)
@@ -92,7 +96,7 @@ def prompt_seconds(db, question, chunks):
 
 
 EMBED_VARIANTS = {  # extra llama-embedding flags for the bare question embedding
-    "wie rag/embedder.py": [],
+    "wie rag/models/embed_binary.py": [],
     "-fit off": ["-fit", "off"],
     "-t 1": ["-t", "1"],
     "-t 1 -fit off": ["-t", "1", "-fit", "off"],
@@ -100,7 +104,7 @@ EMBED_VARIANTS = {  # extra llama-embedding flags for the bare question embeddin
 
 
 def switch_warmup(cmd):
-    """(label, cmd) with llama.cpp's warm-up switched the other way than rag/embedder.py has it."""
+    """(label, cmd) with llama.cpp's warm-up switched the other way than rag/models/embed_binary.py has it."""
     if "--no-warmup" in cmd:
         return "mit Warm-up", [c for c in cmd if c != "--no-warmup"]
     return "--no-warmup", cmd + ["--no-warmup"]
@@ -220,7 +224,7 @@ def render(report):
                               [{"step": step, "seconds": value} for step, value in steps]), ""]
     if report["question_embedding_s"]:
         lines += [f"Frage-Embedding allein: ein llama-embedding-Prozess, Median aus {p['embed_repeat']}, "
-                  f"Flags zusätzlich zu denen von rag/embedder.py:", "",
+                  f"Flags zusätzlich zu denen von rag/models/embed_binary.py:", "",
                   common.table([("flags", "Flags"), ("seconds", "Sekunden")],
                                [{"flags": k, "seconds": v} for k, v in report["question_embedding_s"].items()]), ""]
     lines += [common.goal_line(g["goal"], g["met"], g["value"]) for g in report["goals"]]

@@ -41,8 +41,10 @@ import common
 from common import ROOT
 
 from ask_latency import copy_wiki  # noqa: E402  (common puts ROOT on sys.path)
-from rag import config, core, expand  # noqa: E402
-from rag.server_process import ServerProcess  # noqa: E402
+from rag import config
+from rag import core
+from rag.models.server_process import ServerProcess  # noqa: E402
+from rag.search import expand  # noqa: E402
 
 QUESTIONS = 8  # layperson questions
 PAIRS = 8  # follow-up pairs

@@ -43,9 +43,11 @@ import post_way
 from common import ROOT
 
 import build_index  # noqa: E402  (common puts ROOT on sys.path)
-from rag import config, embed_client, embedder  # noqa: E402
-from rag import server_process  # noqa: E402
-from rag.server_process import ServerProcess  # noqa: E402
+from rag import config
+from rag.models import embed_binary as embedder  # noqa: E402
+from rag.models import embed_server as embed_client
+from rag.models import server_process  # noqa: E402
+from rag.models.server_process import ServerProcess  # noqa: E402
 
 POST_LIMIT = 20  # chunks embedded the post's way (each one a process that loads the model)
 REPEAT = 2  # each measurement this often, the fastest counts (other jobs on the machine only ever slow it)
@@ -170,7 +172,7 @@ def embed_spawned(texts, server_bin, model, batch=build_index.BATCH, threads=Non
 
 def embed_tuned(texts, binary, model, batch, ctx=None, ubatch=None, threads=None, warmup=None, fit=True, peaks=None):
     """Like embed_project, with -c/-b (ctx; None = the project's context_size), -ub, -t, the warm-up
-    (None: as rag/embedder.py has it; True/False: on/off) and -fit off.
+    (None: as rag/models/embed_binary.py has it; True/False: on/off) and -fit off.
 
     `peaks` (a list) collects each process's peak RSS in MB.
     """
@@ -242,7 +244,7 @@ def sweep(texts, binary, model, reference, tokens, repeat=REPEAT):
     run(batch, ctx, threads=1)  # default: llama.cpp's choice (all cores here)
     threads = best()["threads"]
     project_warmup = "--no-warmup" not in embedder.build_command("b", "m", "f", 512)
-    run(batch, ctx, threads=threads, warmup=not project_warmup)  # the other way than rag/embedder.py
+    run(batch, ctx, threads=threads, warmup=not project_warmup)  # the other way than rag/models/embed_binary.py
     run(batch, ctx, threads=threads, warmup=best()["warmup"], fit=False)
     return rows
 

@@ -39,7 +39,7 @@ import common
 from common import ROOT
 
 from rag import config  # noqa: E402  (common puts ROOT on sys.path)
-from rag.server_process import CONTEXT, ServerProcess  # noqa: E402
+from rag.models.server_process import CONTEXT, ServerProcess  # noqa: E402
 
 SECONDS = 60  # per K: askers start new questions until then
 ASKERS = (1, 2, 4, 8)  # K: concurrent ask_rag.py processes

@@ -23,7 +23,8 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from rag import config, embedder  # noqa: E402
+from rag import config
+from rag.models import embed_binary as embedder  # noqa: E402
 
 TOP_K = 4  # as in the post
 SCHEMA = "CREATE TABLE IF NOT EXISTS docs (path TEXT, chunk_index INTEGER, content TEXT, embedding TEXT)"

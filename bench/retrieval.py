@@ -9,7 +9,7 @@
     python3 bench/retrieval.py --variants           # plus prototypes of other exact arithmetic
     python3 bench/retrieval.py --sizes 200 --dims 16 --repeat 1 --json      # tiny (smoke test)
 
-For each N × D one synthetic data set (seeded) is written twice: as the project's index (rag/store.py:
+For each N × D one synthetic data set (seeded) is written twice: as the project's index (rag/store/sqlite.py:
 packed float32 in `vector_blocks`, JSON copy in `docs`, FTS rows) and as the post's table
 docs(path, chunk_index, content, embedding JSON). Four chunks are planted so that the question's
 vector has a known, clear top 4.
@@ -28,7 +28,7 @@ Measured, per Python interpreter:
                   the same fake llama-embedding (it prints a prepared question vector): median wall
                   time over --repeat / --post-repeat runs, peak RSS minus an idle `python -c pass`;
                   the project once per scan way (RAG_SCAN=python / numpy / sqlite-vec, see
-                  rag/vectors.py), "–" where this interpreter lacks it (the JSON's "scan" says
+                  rag/store/vectors.py), "–" where this interpreter lacks it (the JSON's "scan" says
                   which way ran)
   hybrid          the same ask_rag.py call with --mode hybrid (default way): what full text adds
   in process      rag.vectors.scan per way, and the Python scan in 1 process and on every core
@@ -65,7 +65,10 @@ import common
 import post_way
 from common import ROOT
 
-from rag import german, search, store, vectors  # noqa: E402  (common puts ROOT on sys.path)
+from rag.search import ranking as search
+from rag.store import sqlite as store
+from rag.store import vectors  # noqa: E402  (common puts ROOT on sys.path)
+from rag.text import german
 
 SIZES = (2000, 20000)  # default N; --large adds LARGE
 LARGE = 100000  # opt-in: at D = 2,048 that is 800 MB packed plus 2 × ~4.5 GB of JSON (project's docs, post's table)
@@ -76,7 +79,7 @@ CHUNKS_PER_PAGE = 5  # synthetic chunks share a path in groups of five
 WORDS_PER_CHUNK = 60  # ~450 characters of German IT vocabulary per chunk
 SEED = 2025
 FLOATS = ("printed", "float32")  # what the JSON text holds, see above; the first is the default
-SCANS = ("python", "numpy", "sqlite-vec")  # the ways of rag/vectors.py, each measured as RAG_SCAN=…
+SCANS = ("python", "numpy", "sqlite-vec")  # the ways of rag/store/vectors.py, each measured as RAG_SCAN=…
 DATA_VERSION = 3  # bump when the generator changes: cached databases are then rebuilt
 QUESTION = "Wie lege ich eine neue Mailbox mit Quota an?"
 PLANTED = (1.0, 0.8, 0.6, 0.4)  # weights of four chunk vectors in the question vector -> known top 4
@@ -187,7 +190,7 @@ def timings(function, *args, **kwargs):
 
 
 def available_scans(conn):
-    """The ways of rag/vectors.py this interpreter can run. Example: ["python", "numpy"]"""
+    """The ways of rag/store/vectors.py this interpreter can run. Example: ["python", "numpy"]"""
     return ["python"] + [m for m, ok in (("numpy", vectors.numpy_available()),
                                          ("sqlite-vec", vectors.load_sqlite_vec(conn))) if ok]
 

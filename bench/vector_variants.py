@@ -2,7 +2,7 @@
 
     scan_sum_map(conn, vectors.prepare(q), 50)   -> [(cosine, doc_id)] best first, same as vectors.scan_python
 
-Each variant reads the same blocks (rag/vectors.py) and returns exactly what vectors.scan_python
+Each variant reads the same blocks (rag/store/vectors.py) and returns exactly what vectors.scan_python
 returns (every vector scored, ties by doc id); only the arithmetic per vector differs:
 
   sum_map  sum(map(operator.mul, q, v)) on memoryview slices: what Python 3.11 had before
@@ -11,17 +11,17 @@ returns (every vector scored, ties by doc id); only the arithmetic per vector di
            |v| = math.dist(0, v), a second pass in C per vector (the layout stores |v|² to save it)
   array    the scan's own similarity() on array("f", bytes) copies instead of memoryview slices
 
-What the measurements chose (rag/vectors.py): math.sumprod on 3.12+, math.dist with the stored |v|²
+What the measurements chose (rag/store/vectors.py): math.sumprod on 3.12+, math.dist with the stored |v|²
 on 3.11, memoryview slices, os.fork for large indexes.
 
-Does not handle: big-endian machines (memoryview casts are native-endian; rag/vectors.py byte-swaps).
+Does not handle: big-endian machines (memoryview casts are native-endian; rag/store/vectors.py byte-swaps).
 """
 import math
 import operator
 import sys
 from array import array
 
-from rag import vectors
+from rag.store import vectors
 
 assert sys.byteorder == "little", "prototype only for little-endian machines"
 

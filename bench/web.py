@@ -40,7 +40,7 @@ from common import ROOT
 from load import percentile, questions
 
 from rag import config  # noqa: E402  (common puts ROOT on sys.path)
-from rag.server_process import ServerProcess  # noqa: E402
+from rag.models.server_process import ServerProcess  # noqa: E402
 
 QUESTIONS = 10  # part 1: questions one by one
 CLIENTS = 8  # part 2: clients asking at once
@@ -198,7 +198,7 @@ def one_by_one(url, proxy, pool):
     for question in pool:
         before = len(proxy.firsts)
         result = ask(url, question)
-        # the answerability check (rag/answerable.py) is a request without a stream before the answer's:
+        # the answerability check (rag/answer/answerable.py) is a request without a stream before the answer's:
         # the first token is the first one any request of this question streamed
         upstream = next((t for t in proxy.firsts[before:] if t is not None), None)
         t = result["timings"]

@@ -4,7 +4,7 @@
     python3 eval/guard_prompts.py [DB] [QUESTIONS] [OUT]   # defaults: knowledge.db, eval/answers.jsonl, no file
 
 A question whose prompt is the same both ways gets the same answer at temperature 0, so the guard
-(rag/guard.py) can change its answer only by its answer-side checks, which `evaluate.py --answers`
+(rag/answer/guard.py) can change its answer only by its answer-side checks, which `evaluate.py --answers`
 reports per answer ("guard"). OUT: the questions whose prompt differs, as JSON Lines, to ask them
 both ways (RAG_GUARD=on/off python3 evaluate.py --answers --answer-questions OUT).
 """
@@ -13,7 +13,9 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from rag import context, core, guard  # noqa: E402
+from rag import core
+from rag.answer import context
+from rag.answer import guard  # noqa: E402
 
 
 def differs(item, settings):

@@ -3,7 +3,7 @@
 
     python3 eval/make_pii.py            # -> eval/pii.jsonl (the same file on every run: seeded)
 
-Positives get values with valid check digits (made with rag/privacy.py's own check functions);
+Positives get values with valid check digits (made with rag/privacy/mask.py's own check functions);
 near misses are what a careless pattern would take for personal data: order and ticket numbers,
 wrong check digits, postcodes, dates that are no birth dates, version numbers, phone-like serials.
 Names and e-mail domains are fictional (example.de/.com/.org), phone numbers come from the ranges
@@ -13,7 +13,7 @@ This set labels the first nine kinds only (IBAN … TELEFON); every line switche
 ("off": UNLABELLED), so the names and addresses in its sentences are not counted. Those kinds are
 measured on a set written by someone else (eval/pii_blind.jsonl). A company's switchboard number
 ("Die Zentrale … ist unter … zu erreichen"), a fax and an on-call phone are near misses since
-rag/privacy.py keeps business contacts readable.
+rag/privacy/mask.py keeps business contacts readable.
 
 Does not handle: checking that find() gets them right (that is evaluate.py --pii).
 """
@@ -27,7 +27,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from rag import privacy  # noqa: E402
+from rag.privacy import mask as privacy  # noqa: E402
 
 SEED = 2026  # same file on every run
 OUT = ROOT / "eval" / "pii.jsonl"

@@ -7,7 +7,7 @@
     python3 evaluate.py --db OUT/knowledge.db --questions OUT/questions.jsonl --comparable 0
 
 A law book or a manual exported as one PDF looks like this: most answers sit in one file, so a hard
-per-file cap (rag/search.py MAX_PER_FILE) would push right answers out of the top k. The headings
+per-file cap (rag/search/ranking.py MAX_PER_FILE) would push right answers out of the top k. The headings
 keep their parts, so a question's expected heading still names its section.
 
 Does not handle: pages other than Markdown (PDF/HTML/Word pages are left out).

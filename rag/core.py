@@ -5,28 +5,38 @@
             print(event.data, end="")
 
 Events, in this order (a door turns each into its own format and adds nothing else):
-    searched  a follow-up's search, the expansions (rag/expand.py Searched; only with a history or --expand)
+    searched  a follow-up's search, the expansions (rag/search/expand.py Searched; only with a history or --expand)
     sources   the Retrieval (masked sources, the floor's verdict, how the scan ran)
     prompt    the prompt text sent to the model (only when the model is asked)
     piece     a piece of the answer as it streams (leading/trailing whitespace trimmed)
     checks    {"citations", "unsupported", "guard", "answered_by", …}: which [n] are valid, which numbers no
-              source has, what rag/guard.py removed from the prompt and flagged or withheld in the answer,
+              source has, what rag/answer/guard.py removed from the prompt and flagged or withheld in the answer,
               whether the model wrote the answer or it is a section verbatim ("source")
     done      the Answer: everything above, plus timings, as the audit log stores it
 
 The core never prints, never reads sys.argv and knows nothing of terminals or HTTP. Expected
 failures raise CoreError with one German line that names the fix; the door shows it.
 
-Does not handle: several indexes at once. (Follow-ups and query expansion: rag/expand.py.)
+Does not handle: several indexes at once. (Follow-ups and query expansion: rag/search/expand.py.)
 """
 import dataclasses
 import time
 
-from . import answer, audit, config, context, embedder, expand, german, guard, privacy, search, store
+from rag import config
+from rag.answer import audit
+from rag.answer import context
+from rag.answer import guard
+from rag.answer import prompt as answer
+from rag.models import embed_binary as embedder
+from rag.privacy import mask as privacy
+from rag.search import expand
+from rag.search import ranking as search
+from rag.store import sqlite as store
+from rag.text import german
 
 TOP_K = 4  # chunks in the prompt (as in the post)
 GROUNDED = 0.3  # a fact answer is withdrawn when the passages holding its facts name less of the question's
-#                 words than this (rag/support.py grounding; wiki/: out-of-wiki answers ≤ 0.25, right ones ≥ 0.33)
+#                 words than this (rag/answer/support.py grounding; wiki/: out-of-wiki answers ≤ 0.25, right ones ≥ 0.33)
 MAX_TOKENS = {"fact": 160, "howto": 400}  # answer length limit by question type; one sentence needs 20–50 tokens,
 #             8 steps with their commands up to ~350
 
@@ -50,27 +60,27 @@ class Settings:
     prompt_format: str = "auto"  # auto | chat | completion
     max_tokens: int = None  # None: MAX_TOKENS of the question type
     answer_threshold: float = None  # refuse when the model's P("ja, die Quellen beantworten es") is below this;
-    #                                None: measured for the answer model (rag/answerable.py), if any; 0 = no check
+    #                                None: measured for the answer model (rag/answer/answerable.py), if any; 0 = no check
     top_k: int = TOP_K
     mode: str = "hybrid"
     max_per_file: int = search.MAX_PER_FILE
-    reject_cosine: float = None  # None: stored in the index, else measured per model (rag/search.py)
+    reject_cosine: float = None  # None: stored in the index, else measured per model (rag/search/ranking.py)
     floor_cosine: float = None
     vector_weight: float = None
     no_floor: bool = False  # always ask the model
     retrieve_only: bool = False
-    pii: str = "mask"  # rag/privacy.py: mask | flag | off
+    pii: str = "mask"  # rag/privacy/mask.py: mask | flag | off
     pii_kinds: frozenset = None  # the kinds masked (privacy.parse_kinds); None: all
     pii_keep: tuple = ()  # values and patterns left readable (privacy.parse_keep)
     audit: str = None  # audit log path; None = next to the index; "" = no audit
     under: str = None  # only pages below this folder, e.g. "mail/"
     ann: bool = False  # PostgreSQL: HNSW preselection, rescored exactly; False: the store decides by size
     whole_chunks: bool = False  # the model sees every source whole (as in the post), not the parts that fit
-    steps: str = "source"  # how-to answers: "source" = the section that answers it, verbatim (rag/answer.py
+    steps: str = "source"  # how-to answers: "source" = the section that answers it, verbatim (rag/answer/prompt.py
     #                        steps_answer), "model" = the answer model writes the steps
-    guard: str = "on"  # rag/guard.py: on | off (off: only to measure what the guard does)
-    expand: str = None  # rag/expand.py METHODS: also search what the answer model makes of the question; None: off
-    rewrite: bool = False  # rag/expand.py: the model rewrites a follow-up that leans on the history (--chat)
+    guard: str = "on"  # rag/answer/guard.py: on | off (off: only to measure what the guard does)
+    expand: str = None  # rag/search/expand.py METHODS: also search what the answer model makes of the question; None: off
+    rewrite: bool = False  # rag/search/expand.py: the model rewrites a follow-up that leans on the history (--chat)
 
 
 @dataclasses.dataclass
@@ -81,16 +91,16 @@ class Answer:
     llm_called: bool = False
     model: str = None
     prompt: str = None
-    kind: str = None  # "howto" or "fact" (rag/context.py)
+    kind: str = None  # "howto" or "fact" (rag/answer/context.py)
     answered_by: str = None  # "model", or "source": a how-to answer's steps verbatim from the source (steps="source")
     answerable: dict = None  # {"p_yes", "threshold", "refused"} of the check before the answer
-    grounding: dict = None  # a fact answer's {"facts", "coverage", "needed", "refused"} (rag/support.py grounding);
+    grounding: dict = None  # a fact answer's {"facts", "coverage", "needed", "refused"} (rag/answer/support.py grounding);
     #                        when refused also "answer", the model's answer that was withdrawn
     citations: dict = None
-    evidence: list = None  # [{"n", "text"}]: verbatim source units that support the answer (rag/support.py)
+    evidence: list = None  # [{"n", "text"}]: verbatim source units that support the answer (rag/answer/support.py)
     support: list = None  # per statement: {"text", "cited", "supported_by", "verdict"}
-    unsupported: list = None  # numbers, dates, §, commands no cited source has (rag/factcheck.py)
-    guard: dict = None  # what rag/guard.py removed from the prompt, flagged and withheld in the answer
+    unsupported: list = None  # numbers, dates, §, commands no cited source has (rag/answer/factcheck.py)
+    guard: dict = None  # what rag/answer/guard.py removed from the prompt, flagged and withheld in the answer
     timings: dict = dataclasses.field(default_factory=dict)
     searched: expand.Searched = None  # the rewritten follow-up, the expansions (None: the question as asked)
 
@@ -118,7 +128,7 @@ class Event:
 
 # -- open the index --------------------------------------------------------------------------------
 def open_index(settings):
-    """(store, meta, mode): the index (SQLite file or PostgreSQL, rag/store.py) must exist and be built;
+    """(store, meta, mode): the index (SQLite file or PostgreSQL, rag/store/sqlite.py) must exist and be built;
     without FTS5, vector mode."""
     try:
         conn = store.open_store(settings.db)
@@ -151,7 +161,7 @@ def retrieve(question, settings, timings, question_kind="fact", searched=None):
     """(Retrieval with masked sources, masked question, masker, raw sources, meta).
 
     A how-to question gets each source widened to its whole section (search.whole_sections); what
-    `searched` adds (rag/expand.py) is searched too, the rankings fused."""
+    `searched` adds (rag/search/expand.py) is searched too, the rankings fused."""
     conn, meta, mode = open_index(settings)
     try:
         under = search.folder(settings.under)
@@ -201,7 +211,8 @@ def prompt_for(question, retrieval, settings, question_kind, chat):
 def generate(question, retrieval, settings, result, shield):
     """Select the context, check that it answers the question, then ask for the answer; yields the
     prompt and answer events and fills `result` (an Answer)."""
-    from . import answerable, llm  # imported here: --retrieve-only needs no HTTP library
+    from rag.answer import answerable
+    from rag.models import llm  # imported here: --retrieve-only needs no HTTP library
     sources = retrieval.sources
     try:
         info = llm.server_info(settings.server, settings.api_key, settings.llm_model_name)
@@ -252,7 +263,7 @@ def ask(question, settings, history=()):
 
     history: the conversation so far, [{"role": "user"|"assistant", "content": …}], oldest first;
     a follow-up that leans on it is searched together with the question before it, and with
-    settings.rewrite also rewritten by the model into a standalone question (rag/expand.py).
+    settings.rewrite also rewritten by the model into a standalone question (rag/search/expand.py).
     """
     question = (question or "").strip()
     if not question:
@@ -280,11 +291,12 @@ def ask(question, settings, history=()):
 
 def check(result, retrieval, question, masker, shield):
     """The checks of an answer, in this order: a fact answer's grounding (withdrawn when its facts stand
-    only in passages about something else, rag/support.py grounding), evidence and supported citations
-    (rag/support.py; a model's [n] that does not support its statement is replaced by the one that
-    does), valid citation numbers, the fact check (rag/factcheck.py), the injection guard
-    (rag/guard.py). Fills `result`; returns them as one dict."""
-    from . import factcheck, support  # only after an answer: --retrieve-only does not load them
+    only in passages about something else, rag/answer/support.py grounding), evidence and supported citations
+    (rag/answer/support.py; a model's [n] that does not support its statement is replaced by the one that
+    does), valid citation numbers, the fact check (rag/answer/factcheck.py), the injection guard
+    (rag/answer/guard.py). Fills `result`; returns them as one dict."""
+    from rag.answer import factcheck
+    from rag.answer import support  # only after an answer: --retrieve-only does not load them
     if result.answered_by == "model" and result.kind == "fact":  # a number said of something else: withdrawn
         result.grounding = support.grounding(question, masker.mask(result.text), retrieval.sources, retrieval.vocab)
         if result.grounding is not None:  # measured on the answer as masked as the sources
@@ -295,7 +307,7 @@ def check(result, retrieval, question, masker, shield):
     by_model = result.answered_by == "model"  # the model's [n] are checked and corrected, a verbatim section's not
     found = support.check(result.text, retrieval.sources, retrieval.vocab, correct=by_model)
     if by_model:
-        result.text = found["answer"]  # each statement cites the source that supports it (rag/support.py rewrite)
+        result.text = found["answer"]  # each statement cites the source that supports it (rag/answer/support.py rewrite)
     cited = result.text.split("\n", 1)[0] if not by_model else result.text  # verbatim steps: a "[3]" inside
     result.citations = answer.check_citations(cited, len(retrieval.sources))  # wiki text is no citation
     result.evidence = found["evidence"]  # from the sources, which are masked already
@@ -318,7 +330,7 @@ def run(question, settings, history=()):
 
 # -- audit -----------------------------------------------------------------------------------------
 def write_audit(settings, result, raw_sources, meta):
-    """One JSON line per answer (rag/audit.py); nothing for --retrieve-only or with audit=""."""
+    """One JSON line per answer (rag/answer/audit.py); nothing for --retrieve-only or with audit=""."""
     if result.text is None or settings.audit == "":
         return
     path = settings.audit or audit.default_path(settings.db)

@@ -19,7 +19,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from rag.server_process import ServerProcess  # noqa: E402
+from rag.models.server_process import ServerProcess  # noqa: E402
 
 QUESTION = "Wie lege ich in Cyrus IMAP eine neue Mailbox an?"
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Write rag/data/vornamen.txt: first names from Faker (MIT licence), German and those of other languages
+"""Write rag/privacy/data/vornamen.txt: first names from Faker (MIT licence), German and those of other languages
 common in German-speaking workplaces.
 
     python3 -m pip install faker==40.54.0 && apt-get install wngerman wamerican && python3 scripts/make_name_list.py
@@ -7,7 +7,7 @@ common in German-speaking workplaces.
 Faker (https://pypi.org/project/Faker/, MIT licence, Copyright (c) 2012 Daniele Faraglia) ships
 first-name lists per locale; the MIT licence allows copying them with its notice, which heads the
 data file. All names of de_DE, de_AT and de_CH are taken except COMMON_WORDS ("August", "Roman",
-"Rose", "Mark", "Kai": German words), because rag/names.py takes a listed first name followed by a
+"Rose", "Mark", "Kai": German words), because rag/privacy/names.py takes a listed first name followed by a
 capitalised word for a person. From OTHER_LOCALES (Turkish, Polish, Italian, …) only names that
 are no word of Debian's German word list (wngerman, /usr/share/dict/ngerman; "Anders", "Amber" …
 are dropped); from MORE_LOCALES neither a lower-case word of Debian's English word list
@@ -19,7 +19,7 @@ written in Latin letters as colleagues' names appear in German documents: Cyrill
 romanised names ("Hiroshi").
 
 Does not handle: first names Faker does not list (the list is a signal, the contexts in
-rag/names.py do the rest).
+rag/privacy/names.py do the rest).
 """
 import re
 import sys
@@ -58,7 +58,7 @@ COMMON_WORDS = {  # first names that are also German nouns or words a wiki uses 
     "Siri", "Mate", "Maxi", "Love", "May", "June", "Vega", "Dawn", "Gun", "Odd", "Toy",  # (and English words)
     "Claude", "Cyrus", "Gemma", "Nano"}  # (and software: "Cyrus IMAP", the editor "nano", the language models)
 HEADER = f"""\
-# Vornamen (first names), one per line, for rag/names.py.
+# Vornamen (first names), one per line, for rag/privacy/names.py.
 # Source: Faker {VERSION} (https://pypi.org/project/Faker/), faker/providers/person/<locale>: the first
 # names of de_DE, de_AT and de_CH without common German words, of {", ".join(OTHER_LOCALES)}
 # without words of the German word list, of {", ".join(MORE_LOCALES)}

@@ -18,9 +18,9 @@ mode   ok          the answer, as above
        http-500    HTTP 500 with llama-server's JSON error body, no stream
        stall       headers and the first half of the answer, then silence until the `with` ends
 
-A request with "stream": false is the answerability check (rag/answerable.py): one token, "Ja" or
+A request with "stream": false is the answerability check (rag/answer/answerable.py): one token, "Ja" or
 "Nein", with top_logprobs that give "Ja" the probability p_yes. One with "stream": false and a
-"response_format" (rag/llm.py complete_json: search phrases, a rewritten follow-up) gets one JSON
+"response_format" (rag/models/llm.py complete_json: search phrases, a rewritten follow-up) gets one JSON
 body whose message content is the next of `replies` (the last one repeats), e.g.
 FakeLlamaServer(replies=['["Quota erhöhen"]']), as llama-server answers under a JSON schema.
 

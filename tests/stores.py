@@ -11,7 +11,9 @@ Does not handle: tables other than the project's (docs, pages, vocab, meta and t
 import json
 import sqlite3
 
-from rag import postgres, store, vectors
+from rag.store import postgres
+from rag.store import sqlite as store
+from rag.store import vectors
 
 class Stores:
     def __init__(self, kind, tmp_path, server=None):

@@ -16,8 +16,8 @@ import pytest
 
 from conftest import ROOT, assert_one_error_line, load_json, run_script, write_wiki
 from fake_server import GEMMA_TEMPLATE, FakeLlamaServer
-from rag import answer
-from rag.server_process import free_port
+from rag.answer import prompt as answer
+from rag.models.server_process import free_port
 
 QUESTION = "Wie lege ich eine Mailbox an?"
 SECRET = "sk-live-abcdefghijklmnop1234"
@@ -326,7 +326,7 @@ def test_under_restricts_the_search_to_a_folder(env):
     assert_one_error_line(missing, "gibtsnicht/", "--under")
 
 
-# -- --chat and --expand (rag/expand.py) ----------------------------------------------------------
+# -- --chat and --expand (rag/search/expand.py) ----------------------------------------------------------
 def test_chat_searches_a_follow_up_with_the_question_before_it_without_asking_the_model_for_it(env):
     with FakeLlamaServer(replies=['"Welche Quota bekommt die Mailbox?"'], answer=["2 GB", " [2]."]) as server:
         result = run_script("ask_rag.py", "--chat", env={**env, "LLAMA_SERVER_URL": server.url}, timeout=60,

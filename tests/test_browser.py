@@ -16,7 +16,7 @@ import pytest
 
 from conftest import ROOT, run_script, write_wiki
 from rag import config
-from rag.server_process import ServerProcess
+from rag.models.server_process import ServerProcess
 from serving import Serving
 
 PAGES = ["mail/cyrus-imap/mailbox-anlegen.md", "mail/cyrus-imap/mailbox-quota.md", "mail/cyrus-imap/shared-folders.md",

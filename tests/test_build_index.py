@@ -16,7 +16,8 @@ import time
 import pytest
 
 from conftest import ROOT, SMALL_WIKI, load_json, run_script, write_wiki
-from rag import embedder, german
+from rag.models import embed_binary as embedder
+from rag.text import german
 
 
 def build(wiki, env, *args, **extra_env):
@@ -159,7 +160,7 @@ def test_both_stores_hold_the_same_chunks_and_search_text(small_wiki, fake_embed
 
 
 def test_search_text_is_rebuilt_when_the_german_rules_change(small_wiki, store_env, stores, tmp_path):
-    """Issue 2, index side: a new rag/german.py (SEARCH_VERSION) rewrites FTS rows, no new vectors."""
+    """Issue 2, index side: a new rag/text/german.py (SEARCH_VERSION) rewrites FTS rows, no new vectors."""
     db = store_env["RAG_DB"]
     ok(build(small_wiki, store_env))
     clean = stores.search_rows(db)

@@ -8,7 +8,7 @@ import unicodedata
 import pytest
 
 import build_index
-from rag import embedder
+from rag.models import embed_binary as embedder
 
 CASES = {
     "umlauts-and-sz": ("# Größe der Postfächer\n\nÜbersicht: Maße, Grüße, Straße.\n".encode(),

@@ -1,8 +1,12 @@
-"""rag/context.py (what the model sees of each source), the how-to prefill and the answerability share."""
+"""rag/answer/context.py (what the model sees of each source), the how-to prefill and the answerability share."""
 import pytest
 
-from rag import answer, answerable, context, german, llm
-from rag.search import Source
+from rag.answer import answerable
+from rag.answer import context
+from rag.answer import prompt as answer
+from rag.models import llm
+from rag.search.ranking import Source
+from rag.text import german
 
 STEPS = """Diese Anleitung beschreibt das Anlegen.
 
@@ -114,8 +118,8 @@ def test_share_yes_reads_yes_and_no_spellings():
     assert answerable.share_yes([{"token": "Vielleicht", "logprob": -0.1}]) is None
 
 
-# -- rag/support.py --------------------------------------------------------------------------------
-from rag import support  # noqa: E402
+# -- rag/answer/support.py --------------------------------------------------------------------------------
+from rag.answer import support  # noqa: E402
 
 SOURCES = [source("a.md", "Mailbox", "Die Mailbox ist wichtig. Das Passwort steht im Tresor der IT."),
            source("a.md", "Mailbox › Anlegen", STEPS)]

@@ -10,7 +10,9 @@ import pytest
 
 from conftest import run_script
 from fake_server import GEMMA_TEMPLATE, FakeLlamaServer
-from rag import core, expand, llm
+from rag import core
+from rag.models import llm
+from rag.search import expand
 
 QUESTION = "Wie lege ich eine Mailbox an?"
 
@@ -146,7 +148,7 @@ def test_no_measured_threshold_means_no_check(settings):
     assert server.checks() == [] and done.answerable is None and done.llm_called
 
 
-# -- follow-ups and expansion (rag/expand.py) ------------------------------------------------------
+# -- follow-ups and expansion (rag/search/expand.py) ------------------------------------------------------
 MAILBOX_TURN = [{"role": "user", "content": "Wie lege ich eine Mailbox an?"},
                 {"role": "assistant", "content": "Mit cm [1]."}]
 FOLLOW_UP = "Und wie viel Platz hat sie?"
@@ -238,7 +240,7 @@ def test_an_unreachable_server_leaves_the_question_as_it_is_with_one_warning(set
     assert [s.doc_id for s in events[-1].data.retrieval.sources] == [s.doc_id for s in plain.retrieval.sources]
 
 
-# -- how-to answers: the procedure's steps verbatim (rag/answer.py steps_answer) --------------------
+# -- how-to answers: the procedure's steps verbatim (rag/answer/prompt.py steps_answer) --------------------
 PROCEDURE_WIKI = {
     "mail/mailbox-anlegen.md": """\
         # Mailbox anlegen

@@ -1,6 +1,6 @@
 """One question through all four doors: the terminal (--json), the page (SSE), /v1/chat/completions
 and MCP (ask_wiki). Each door only turns the core's events into its own format, so the sources
-and the checks must be the same everywhere (rag/doors.py, rag/web.py, rag/mcp_server.py).
+and the checks must be the same everywhere (rag/doors/common.py, rag/doors/web.py, rag/doors/mcp_server.py).
 
 Fakes: the keyword-count llama-embedding of conftest and the llama-server of fake_server.py. With
 a fake llama-embedding there is no llama-server next to it, so --serve and --mcp embed with the

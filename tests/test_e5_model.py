@@ -15,8 +15,9 @@ import urllib.request
 import pytest
 
 from conftest import ROOT, run_script
-from rag import config, embedder
-from rag.server_process import ServerProcess
+from rag import config
+from rag.models import embed_binary as embedder
+from rag.models.server_process import ServerProcess
 
 sys.path.insert(0, str(ROOT / "scripts"))
 import convert_e5  # noqa: E402

@@ -12,7 +12,7 @@ import pytest
 
 from conftest import ROOT, run_script
 from fake_server import FakeLlamaServer
-from rag import answer
+from rag.answer import prompt as answer
 
 import evaluate
 

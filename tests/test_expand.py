@@ -1,4 +1,4 @@
-"""rag/expand.py: what is cut, what counts as a follow-up, what the model is asked and what comes back.
+"""rag/search/expand.py: what is cut, what counts as a follow-up, what the model is asked and what comes back.
 
 The model is a function here (`ask(messages, schema, max_tokens)` -> parsed JSON) that records its
 calls, so every test can see exactly what would have gone to the server.
@@ -7,7 +7,9 @@ import types
 
 import pytest
 
-from rag import expand, privacy, search
+from rag.privacy import mask as privacy
+from rag.search import expand
+from rag.search import ranking as search
 
 MAILBOX = [{"role": "user", "content": "Wie lege ich in Cyrus IMAP eine neue Mailbox an?"},
            {"role": "assistant", "content": "Mit cyradm: cm user/vorname.nachname [1]."}]
@@ -162,7 +164,7 @@ def test_off_means_the_model_is_never_asked_and_nothing_is_shown():
 
 
 def settings(**changes):
-    """The fields of rag/core.py Settings that rag/expand.py reads."""
+    """The fields of rag/core.py Settings that rag/search/expand.py reads."""
     fields = dict(server="http://127.0.0.1:9", api_key=None, llm_model_name=None, expand=None, rewrite=False,
                   pii="mask", pii_kinds=None, pii_keep=())
     return types.SimpleNamespace(**{**fields, **changes})
@@ -274,7 +276,7 @@ def test_a_chain_of_follow_ups_keeps_the_question_that_stands_alone():
 
 
 def test_the_audit_names_the_question_before_the_expansions_and_the_feedback():
-    from rag import audit
+    from rag.answer import audit
     searched = expand.prepare("Und wie lösche ich sie wieder?", MAILBOX)
     searched.feedback = ["quota"]
     assert audit.searched_lines(searched.as_json()) == [

@@ -1,4 +1,4 @@
-"""The fact check (rag/factcheck.py): German folding pairs, which sources are looked up, the eval
+"""The fact check (rag/answer/factcheck.py): German folding pairs, which sources are looked up, the eval
 set, and what ask_rag.py shows, prints as JSON and writes to the audit log.
 
 Each folding pair is checked the way ask_rag.py checks an answer: the claim inside a short
@@ -13,7 +13,7 @@ import pytest
 import build_index
 from conftest import ROOT, load_json, run_script, write_wiki
 from fake_server import FakeLlamaServer
-from rag.factcheck import claims, describe, unsupported
+from rag.answer.factcheck import claims, describe, unsupported
 
 CONTRACT = "Rahmenvertrag › § 7 Kündigung\n\nDer Vertrag kann mit einer Frist von 3 Monaten gekündigt werden."
 

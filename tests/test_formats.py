@@ -1,4 +1,4 @@
-"""PDF, HTML and Word pages: the readers of rag/formats.py, then build_index.py and ask_rag.py as a reader runs them.
+"""PDF, HTML and Word pages: the readers of rag/ingest/formats.py, then build_index.py and ask_rag.py as a reader runs them.
 
 The PDFs and .docx files are made by scripts/make_sample_pages.py (pdf_bytes, docx_bytes), the
 same code that wrote the sample pages of wiki/. Tests that need poppler's pdftotext skip locally
@@ -16,8 +16,10 @@ import pytest
 
 from conftest import ROOT, SMALL_WIKI, load_json, run_script, write_wiki
 from fake_server import FakeLlamaServer
-from rag import config, formats, hidden
-from rag.server_process import ServerProcess
+from rag import config
+from rag.ingest import formats
+from rag.ingest import hidden
+from rag.models.server_process import ServerProcess
 
 spec = importlib.util.spec_from_file_location("make_sample_pages", ROOT / "scripts" / "make_sample_pages.py")
 sample = importlib.util.module_from_spec(spec)

@@ -10,7 +10,7 @@ import unicodedata
 import pytest
 
 from conftest import load_json, run_script, write_wiki
-from rag import german
+from rag.text import german
 
 VOCAB = german.learn_vocabulary(["Kündigung Frist Zahlung Bedingungen Ersatzteil Drucker Warteschlange"])
 
@@ -213,7 +213,7 @@ def test_evaluate_prints_the_table_and_json(tmp_path, lexical_index):
 # -- the per-file cap ------------------------------------------------------------------------------
 def ranked(*paths):
     """Sources in rank order; chunk_index counts per path. Example: ranked("a", "a") -> a#0, a#1"""
-    from rag.search import Source
+    from rag.search.ranking import Source
     seen = {}
     out = []
     for path in paths:
@@ -232,19 +232,19 @@ def names(sources):
     (2, ["a#0", "a#1", "a#2", "b#0"]),  # no cap
 ])
 def test_cap_gives_way_only_to_comparable_candidates(comparable, expected):
-    from rag.search import cap_per_file
+    from rag.search.ranking import cap_per_file
     assert names(cap_per_file(ranked("a", "a", "a", "b", "c"), 4, 1, comparable)) == expected
 
 
 def test_one_big_file_still_fills_the_list():
-    from rag.search import COMPARABLE, cap_per_file
+    from rag.search.ranking import COMPARABLE, cap_per_file
     assert names(cap_per_file(ranked("law", "law", "law", "law", "law"), 4, 3, COMPARABLE)) == \
         ["law#0", "law#1", "law#2", "law#3"]
     assert len(cap_per_file(ranked("law", "law", "law", "law", "law"), 4, 3, 0)) == 3
 
 
 def test_a_far_away_file_does_not_push_out_the_big_one():
-    from rag.search import cap_per_file
+    from rag.search.ranking import cap_per_file
     # positions 1-3 and 4 from "law", the other file only at position 40: 1/100 < 0.9 × 1/64
     paths = ["law"] * 39 + ["other"]
     assert names(cap_per_file(ranked(*paths), 4, 3, 0.9)) == ["law#0", "law#1", "law#2", "law#3"]
@@ -258,14 +258,14 @@ def test_a_far_away_file_does_not_push_out_the_big_one():
     (0.87, 0.10, False),  # from the floor on the vectors alone are enough evidence
 ])
 def test_judge_rejects_low_cosine_even_when_words_match(cosine, coverage, weak):
-    from rag.search import Retrieval, judge
+    from rag.search.ranking import Retrieval, judge
     result = judge(Retrieval([], "hybrid", coverage=coverage, unknown=0.0, best_cosine=cosine), 0.862, 0.85)
     assert result.weak is weak
     assert ("< 0.85" in result.weak_reason) is (weak and cosine < 0.85)
 
 
 def test_index_settings_measured_per_model_and_stored_values_win():
-    from rag.search import index_settings
+    from rag.search.ranking import index_settings
     assert index_settings({"embed_model": "multilingual-e5-small-q4_0.gguf"}) == (1.0, 0.862, 0.85)
     assert index_settings({"embed_model": "gemma-3-270m-q4_k_m.gguf"}) == (0.01, 0.956, None)
     stored = {"embed_model": "multilingual-e5-small-q4_0.gguf", "vector_weight": "0.5", "floor_cosine": "",

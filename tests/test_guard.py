@@ -1,4 +1,4 @@
-"""rag/guard.py and the injection rules of rag/safety.py: what the model never reads, what the reader never sees.
+"""rag/answer/guard.py and the injection rules of rag/text/safety.py: what the model never reads, what the reader never sees.
 
 The attack sentences here are our own, written for these tests (the measured attack set,
 eval/injections.jsonl, was written apart from this code). The false-flag tests read every chunk
@@ -15,8 +15,12 @@ import pytest
 import build_index
 from conftest import ROOT, run_script
 from fake_server import FakeLlamaServer
-from rag import answer, core, formats, guard, safety
-from rag.search import Source
+from rag import core
+from rag.answer import guard
+from rag.answer import prompt as answer
+from rag.ingest import formats
+from rag.search.ranking import Source
+from rag.text import safety
 
 FACT = "Die Quota beträgt 5 GB."
 ATTACKS = {  # one sentence each; the chunk is FACT + " " + attack

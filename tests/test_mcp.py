@@ -1,4 +1,4 @@
-"""`ask_rag.py --mcp` (rag/mcp_server.py) through the official MCP SDK's client, which starts the
+"""`ask_rag.py --mcp` (rag/doors/mcp_server.py) through the official MCP SDK's client, which starts the
 server as a subprocess, and once as raw JSON-RPC lines on stdin."""
 import asyncio
 import json

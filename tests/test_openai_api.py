@@ -1,4 +1,4 @@
-"""The OpenAI-compatible door of `ask_rag.py --serve` (rag/openai_api.py), through the official
+"""The OpenAI-compatible door of `ask_rag.py --serve` (rag/doors/openai_api.py), through the official
 `openai` client and through plain `requests`, as Open WebUI and other clients call it."""
 import os
 
@@ -7,7 +7,7 @@ import requests
 
 from conftest import run_script
 from fake_server import FakeLlamaServer
-from rag import openai_api
+from rag.doors import openai_api
 from serving import Serving, sse_events
 
 QUESTION = "Wie lege ich eine Mailbox an?"

@@ -11,7 +11,10 @@ import sys
 import pytest
 
 from conftest import assert_one_error_line, load_json, run_script
-from rag import postgres, search, store, vectors
+from rag.search import ranking as search
+from rag.store import postgres
+from rag.store import sqlite as store
+from rag.store import vectors
 
 
 def build(wiki, env, *args):

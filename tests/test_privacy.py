@@ -1,4 +1,4 @@
-"""Personal data (rag/privacy.py, rag/names.py, rag/addresses.py): check digits, finding in running
+"""Personal data (rag/privacy/mask.py, rag/privacy/names.py, rag/privacy/addresses.py): check digits, finding in running
 text, business contacts left readable, kinds switched off, masking, and that no raw value reaches a
 prompt, the --json output, --show-context or the audit log of ask_rag.py.
 
@@ -16,8 +16,8 @@ import pytest
 
 from conftest import ROOT, assert_one_error_line, load_json, run_script, write_wiki
 from fake_server import FakeLlamaServer
-from rag import privacy
-from rag.search import Source
+from rag.privacy import mask as privacy
+from rag.search.ranking import Source
 
 EVAL = [json.loads(line) for line in (ROOT / "eval" / "pii.jsonl").read_text(encoding="utf-8").splitlines() if line]
 POSITIVES = [item for item in EVAL if item["entities"]]
@@ -248,7 +248,7 @@ def test_job_titles_teams_products_and_companies_are_no_names(text):
 
 
 def test_first_names_come_from_a_shipped_list_with_its_licence():
-    from rag import names
+    from rag.privacy import names
     header = names.DATA.read_text(encoding="utf-8").split("\n", 30)
     assert any("MIT" in line or "Permission is hereby granted" in line for line in header)
     assert {"Anna", "Thomas", "Frank", "Jörg"} <= names.first_names() and len(names.first_names()) > 2000

@@ -11,7 +11,7 @@ import pytest
 
 from conftest import ROOT, load_json, run_script
 from rag import config
-from rag.server_process import ServerProcess
+from rag.models.server_process import ServerProcess
 
 QUESTION = "Wie lege ich in Cyrus IMAP eine neue Mailbox an?"
 PAGE = "mail/cyrus-imap/mailbox-anlegen.md"

@@ -12,8 +12,9 @@ import sqlite3
 import pytest
 
 from conftest import ROOT, load_json, run_script
-from rag import answer, config
-from rag.server_process import ServerProcess
+from rag import config
+from rag.answer import prompt as answer
+from rag.models.server_process import ServerProcess
 
 PAGES = ["mail/cyrus-imap/mailbox-anlegen.md", "mail/cyrus-imap/mailbox-quota.md",
          "mail/cyrus-imap/shared-folders.md", "netzwerk/vpn-linux.md", "arbeitsplatz/drucker.md",
@@ -41,7 +42,7 @@ def test_real_index_stores_one_valid_vector_per_chunk(indexed):
     meta = dict(conn.execute("SELECT key, value FROM meta"))
     assert meta["embed_model"] == "multilingual-e5-small-q4_0.gguf" and meta["dim"] == "384" and meta["pooling"] == "mean"
     assert (meta["query_prefix"], meta["passage_prefix"]) == ("query: ", "passage: ")  # e5 was trained with them
-    from rag import vectors as packed
+    from rag.store import vectors as packed
     rows = [(e, packed.read_vector(conn, i)) for i, e in conn.execute("SELECT id, embedding FROM docs")]
     assert len(rows) >= 14
     vectors = [json.loads(e) for e, _ in rows]
@@ -140,9 +141,9 @@ LAYPERSON = ("Hallo zusammen, mein Mailprogramm meckert seit heute früh, dass m
 
 
 def test_real_expansion_and_rewrite_are_the_same_every_time(indexed, answer_server):
-    """temperature 0 and a fixed seed (rag/llm.py): the same question gives the same phrases and the
+    """temperature 0 and a fixed seed (rag/models/llm.py): the same question gives the same phrases and the
     same standalone follow-up on the same model; both parse (JSON schema), neither is empty."""
-    from rag import expand
+    from rag.search import expand
     _, env, _ = indexed
     runs = []
     for _ in range(2):
@@ -161,7 +162,7 @@ def test_real_expansion_and_rewrite_are_the_same_every_time(indexed, answer_serv
 
 def test_real_server_down_is_one_line(indexed):
     _, env, _ = indexed
-    from rag.server_process import free_port
+    from rag.models.server_process import free_port
     result = run_script("ask_rag.py", QUESTION, env={**env, "LLAMA_SERVER_URL": f"http://127.0.0.1:{free_port()}"})
     assert result.returncode == 1
     assert "nicht erreichbar" in result.stderr and "Traceback" not in result.stderr

@@ -17,7 +17,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from conftest import ROOT, SMALL_WIKI, assert_one_error_line, load_json, run_script, write_wiki
-from rag.server_process import ServerProcess, free_port
+from rag.models.server_process import ServerProcess, free_port
 
 KEY = "geheim-123"
 QUESTION = "Wie lege ich eine Mailbox an?"

@@ -1,4 +1,4 @@
-"""The vector layout (rag/vectors.py) and every way of scanning it give the same exact ranking.
+"""The vector layout (rag/store/vectors.py) and every way of scanning it give the same exact ranking.
 
 Oracle: math.fsum of the products, sorted by (−score, doc id). Every available way (pure Python in
 one process, forked over several, numpy, sqlite-vec) must return the oracle's ids in order and its
@@ -14,7 +14,9 @@ import sys
 import pytest
 
 from conftest import SMALL_WIKI, run_script, write_wiki
-from rag import search, store, vectors
+from rag.search import ranking as search
+from rag.store import sqlite as store
+from rag.store import vectors
 
 WAYS = [("python", 1), ("python", 3), ("numpy", 1), ("sqlite-vec", 1)]
 

@@ -1,4 +1,4 @@
-"""`ask_rag.py --serve`, the page's door (rag/web.py): the page itself, its event stream, the folder
+"""`ask_rag.py --serve`, the page's door (rag/doors/web.py): the page itself, its event stream, the folder
 filter, the key, the bound on questions in flight. Fakes: conftest's llama-embedding, fake_server.py.
 The real browser is in test_browser.py.
 """
@@ -14,7 +14,7 @@ import requests
 
 from conftest import assert_one_error_line, run_script, write_wiki
 from fake_server import FakeLlamaServer
-from rag import web
+from rag.doors import web
 from serving import Serving, sse_events
 
 QUESTION = "Wie lege ich eine Mailbox an?"
@@ -51,7 +51,7 @@ def test_events_stream_in_order_with_the_chunk_text_as_data(env):
     with FakeLlamaServer(answer=["Mit cm", " [1]."]) as fake, Serving({**env, "LLAMA_SERVER_URL": fake.url}) as server:
         events = ask(server.url)
     kinds = [kind for kind, _ in events]
-    # pieces stream word by word (rag/guard.py holds a word back until it is complete)
+    # pieces stream word by word (rag/answer/guard.py holds a word back until it is complete)
     assert kinds[0] == "sources" and kinds[-2:] == ["checks", "done"] and set(kinds[1:-2]) == {"piece"}
     assert len(kinds) - 3 >= 2
     sources = events[0][1]["sources"]

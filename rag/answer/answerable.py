@@ -1,0 +1,100 @@
+"""Do the sources answer the question? One token from the answer model, and how sure it was.
+
+    p_yes("http://127.0.0.1:8080", prefix)   # prefix: system message, sources, "Frage: …"
+    -> 0.97   (the model's probability of "ja" against "nein", read from the first token's logprobs)
+
+The same model that answers is asked "Beantworten die Quellen diese Frage ausdrücklich?" over the
+same context, right before the answer. The check and the answer share everything up to the
+question, so llama-server keeps that prefix in its KV cache (cache_prompt): the check costs the
+few tokens of CHECK and one generated token, and the answer starts from the cached prefix.
+A question is refused when p_yes < the threshold measured for the answer model (`evaluate.py
+--answerable --tune`, on eval/answers.jsonl; never on the foreign corpus it is checked on).
+
+Does not handle: servers without logprobs (vLLM and Ollama may lack top_logprobs: then None and
+only the relevance floor decides), base models without a chat template (same).
+"""
+import json
+import math
+from pathlib import Path
+
+import requests
+
+from rag.answer import prompt as answer
+from rag.models.llm import CONNECT_TIMEOUT, READ_TIMEOUT, LLMError, auth_headers, hint_start, http_error
+
+CHECK = "Beantworten die Quellen diese Frage ausdrücklich? Antworte nur mit ja oder nein."
+TOP = 10  # alternatives of the first token looked at
+YES, NO = ("ja", "yes"), ("nein", "ne", "no")  # first-token spellings, folded (" Ja" -> "ja", "Ne"+"in" -> "ne")
+MEASURED = Path(__file__).with_name("answerable.json")  # per answer model, written by `evaluate.py --answerable
+#          --tune --store` (the set, the command and the numbers are stored next to the threshold)
+DEFAULT_THRESHOLD = None  # no measured value for this model: no check (it would cost a prompt pass for nothing)
+
+
+def check_messages(prefix):
+    """The chat messages of the check: the answer's prefix plus CHECK.
+
+    Example: prefix SYSTEM + "\\n\\nQuellen … Frage: x" -> [system, user "Quellen … Frage: x\\nBeantworten …"]
+    """
+    return answer.split_chat(check_text(prefix))
+
+
+def check_text(prefix):
+    """The check's prompt as one text (what the audit log and --show-prompt show of it)."""
+    return prefix + "\n" + CHECK
+
+
+def share_yes(top_logprobs):
+    """P(yes) / (P(yes) + P(no)) over the first token's alternatives; None if neither is among them.
+
+    Example: [{"token": "Ja", "logprob": -0.05}, {"token": "Ne", "logprob": -5.1}] -> 0.994
+    """
+    yes = no = 0.0
+    for alt in top_logprobs:
+        token = alt.get("token", "").strip().lower()
+        if token in YES:
+            yes += math.exp(alt["logprob"])
+        elif token in NO:
+            no += math.exp(alt["logprob"])
+    return yes / (yes + no) if yes + no > 0 else None
+
+
+def p_yes(url, prefix, api_key=None, model_name=None, seed=0):
+    """The model's share of "ja" for the check over `prefix`, or None when the server gives no logprobs."""
+    body = {"messages": check_messages(prefix), "max_tokens": 1, "temperature": 0.0, "seed": seed,
+            "logprobs": True, "top_logprobs": TOP, "cache_prompt": True, "stream": False}
+    if model_name:
+        body["model"] = model_name
+    try:
+        response = requests.post(url.rstrip("/") + "/v1/chat/completions", json=body, headers=auth_headers(api_key),
+                                 timeout=(CONNECT_TIMEOUT, READ_TIMEOUT))
+    except requests.ConnectionError:
+        raise LLMError(f"llama-server unter {url} nicht erreichbar – {hint_start(url)}")
+    except requests.Timeout:
+        raise LLMError(f"llama-server unter {url} antwortet nicht (Timeout {READ_TIMEOUT} s) – Server prüfen")
+    if response.status_code != 200:
+        raise http_error(response, " bei der Prüfung")
+    try:
+        content = response.json()["choices"][0]["logprobs"]["content"]
+        return share_yes(content[0]["top_logprobs"]) if content else None
+    except (ValueError, KeyError, IndexError, TypeError):
+        return None
+
+
+def measured():
+    """{answer model name: {"threshold", "set", "command", …}} from MEASURED ({} if there is none)."""
+    try:
+        return json.loads(MEASURED.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+
+
+def threshold(model):
+    """The refusal threshold measured for an answer model (its file or server name), else DEFAULT_THRESHOLD."""
+    return measured().get(model or "", {}).get("threshold", DEFAULT_THRESHOLD)
+
+
+def store(model, entry):
+    """Write the measured entry of one answer model into MEASURED (the others stay)."""
+    table = measured()
+    table[model] = entry
+    MEASURED.write_text(json.dumps(table, ensure_ascii=False, indent=2, sort_keys=True) + "\n", encoding="utf-8")

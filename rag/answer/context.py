@@ -1,0 +1,240 @@
+"""Which parts of the retrieved chunks the model sees: whole sentences, list items, table rows and
+code blocks that bear on the question, and whether the question asks how to do something.
+
+    kind("Wie lege ich in Cyrus IMAP eine neue Mailbox an?")  -> "howto"
+    kind("Wie lange ist die Kündigungsfrist?")                -> "fact"
+    units("Erst A. Dann B.\\n\\n1. `cm` anlegen\\n2. `sq` setzen")
+    -> [Unit("sentence", "Erst A."), Unit("sentence", "Dann B."), Unit("item", "1. `cm` anlegen"), …]
+    select(question, sources, terms, weights, vocab, "howto")
+    -> ([the shortened text of each source, in order], 2)   (2: the procedure, kept whole, is source [2])
+
+Why: four chunks of 1,200 characters each are ~950 prompt tokens, 6.6 s before the first token on
+2 cores, and a 1.5B model copies the wrong one. What a source keeps:
+  - for a how-to question, the best procedure (a chunk with a numbered list or a code block, ranked
+    by how much of the question it covers, then by its rank) stays whole, as the wiki gives it, but a
+    numbered list shows only its steps, each cut to its first sentence (steps());
+  - otherwise every source keeps its units that cover the question best, at least its best one,
+    in their order in the chunk, until the source's share of BUDGET is used.
+(By default the model does not write a how-to answer at all: best_section() picks the section that
+rag/answer/prompt.py steps_answer() shows verbatim; best_procedure() serves --steps model and the check's prompt.)
+Units are never cut or rewritten: what the model sees is verbatim wiki text (so is the evidence,
+rag/answer/support.py). A unit's score is the IDF-weighted share of the question's content words in it,
+with the German matching of the search (compounds, stems, umlauts; rag/text/german.py).
+
+Does not handle: meaning beyond shared words (a unit that answers in other words scores 0 and is
+kept only as its source's best unit), lists nested in tables, headings inside a chunk.
+"""
+import re
+from collections import namedtuple
+
+from rag.text import german
+
+BUDGET = 1600  # characters of source text in the prompt, all sources together (~480 tokens)
+FIRST_SHARE = 0.45  # the first source may use this share of BUDGET; the others share the rest
+PROCEDURE_MAX = 2000  # a how-to procedure longer than this is cut to its best units like any source (= SECTION_MAX)
+SHAPE_BONUS = 0.01  # best_section(): cosine bonus for a numbered list, code block or bullets, and the penalty for
+INTRO_PENALTY = 0.01  # a page's opening chunk (measured on the how-to questions of eval/answers.jsonl: README)
+KEEP_RATIO = 0.5  # a unit is kept while its score is at least this share of its source's best unit
+
+Unit = namedtuple("Unit", "kind text")  # kind: sentence | item | row | code
+
+QUANTITY = (r"(?:lang\w*|viel\w*|hoch|gro(?:ß|ss)|oft|alt|weit|schnell|teuer|spät|spaet|früh|frueh|schwer|breit|"
+            r"heißt|heisst|hei(?:ß|ss)en|lautet|war|ist|sind)\b")  # "wie lange …?" asks for a fact
+HOWTO = re.compile(  # a question that asks for a procedure ("Wie lege ich … an?", "Was muss ich tun, wenn …")
+    rf"\bwie\s+(?!{QUANTITY})\w+|"
+    r"\bwas\s+(?:muss|müssen|muessen|soll|sollte|kann|mache|tue|prüfe|pruefe)\s+(?:ich|man|wir)\b|"
+    r"\bwas\s+(?:tun|hilft)\b|\bwas\s+ist\s+(?:\w+\s+)?zu\s+beachten\b|\breihenfolge\b|"
+    r"\bwelche\s+schritte\b|\bschritt\s+für\s+schritt|\banleitung\b|^\s*wo\s+(?:richte|stelle|lege|trage)\b", re.I)
+HOWTO_WORDS = re.compile(  # verbs of a procedure anywhere in the question
+    r"\b(?:einrichten|anlegen|installieren|zurücksetzen|zuruecksetzen|wiederherstellen|beantragen|konfigurieren|"
+    r"aktivieren|deaktivieren|verbinden|bestellen|einbinden|freigeben|sperren|entsperren|melden|tauschen|"
+    r"austauschen|umziehen|löschen|loeschen|hinzufügen|hinzufuegen|starten|neu\s+starten|aktualisieren|updaten|"
+    r"einstellen|ändern|aendern|vorgehen)\b", re.I)
+LIST_ITEM = re.compile(r"^\s*(?:[-*+•]|\d{1,2}[.)])\s+")
+NUMBERED = re.compile(r"^\s*\d{1,2}[.)]\s+", re.M)
+BULLET = re.compile(r"^\s*[-*+•]\s+", re.M)
+FENCE = re.compile(r"^\s*(```|~~~)")
+ABBREVIATIONS = {"z", "b", "d", "h", "u", "a", "bzw", "ca", "nr", "abs", "dr", "inkl", "ggf", "evtl", "usw", "etc",
+                 "vgl", "s", "str", "tel", "bspw", "max", "min", "mind", "zzgl", "i", "e", "o", "v", "prof", "st"}
+SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-ZÄÖÜ0-9„\"'(`\[])")
+
+
+def kind(question, sources=()):
+    """"howto" when the question asks for a procedure, else "fact".
+
+    A question is a how-to question by its words ("Wie lege ich …", "Was muss ich tun, wenn …",
+    "… einrichten?"); a "wie" question that asks for a quantity or a name ("Wie lange …", "Wie heißt …")
+    is a fact question. `sources` is unused: the shape of a source did not help (measured, README).
+    """
+    if HOWTO.search(question):
+        return "howto"
+    if re.match(r"^\s*(?:kann|muss|darf|soll)\s+(?:ich|man)\b", question, re.I) and HOWTO_WORDS.search(question):
+        return "fact"  # "Kann ich … löschen?" asks yes or no
+    if HOWTO_WORDS.search(question) and re.search(rf"\b(?:wie(?!\s+{QUANTITY})|was)\b", question, re.I):
+        return "howto"
+    return "fact"
+
+
+def sentences(paragraph):
+    """A paragraph cut at sentence ends, not after abbreviations or ordinals.
+
+    Example: sentences("Z. B. mit cm. Dann 2. Schritt. Fertig!") -> ["Z. B. mit cm.", "Dann 2. Schritt.", "Fertig!"]
+    """
+    out, start = [], 0
+    for match in SENTENCE_END.finditer(paragraph):
+        before = paragraph[start:match.start()]
+        last = re.findall(r"(\w+)[.!?]$", before)
+        if last and (last[0].lower() in ABBREVIATIONS or last[0].isdigit()):
+            continue
+        out.append(before)
+        start = match.end()
+    rest = paragraph[start:].strip()
+    return [s for s in out if s.strip()] + ([rest] if rest else [])
+
+
+def units(content):
+    """The chunk text as whole units in order: code blocks, list items (with their continuation
+    lines), table rows, and the sentences of every other paragraph. Joined with newlines, the units'
+    texts hold every word of the chunk (only blank lines and indentation differ)."""
+    out, lines, fence, paragraph = [], content.split("\n"), None, []
+
+    def flush():
+        if paragraph:
+            out.extend(Unit("sentence", s) for s in sentences(" ".join(x.strip() for x in paragraph)))
+            paragraph.clear()
+
+    for line in lines:
+        if fence is not None:
+            fence.append(line)
+            if FENCE.match(line):
+                out.append(Unit("code", "\n".join(fence)))
+                fence = None
+            continue
+        if FENCE.match(line):
+            flush()
+            fence = [line]
+        elif not line.strip():
+            flush()
+        elif LIST_ITEM.match(line):
+            flush()
+            out.append(Unit("item", line.rstrip()))
+        elif line.lstrip().startswith("|") or line.count(" | ") >= 1:
+            flush()
+            out.append(Unit("row", line.strip()))
+        elif out and out[-1].kind == "item" and line.startswith((" ", "\t")) and not paragraph:
+            out[-1] = Unit("item", out[-1].text + "\n" + line.rstrip())
+        else:
+            paragraph.append(line)
+    if fence is not None:  # an unclosed fence runs to the end of the chunk
+        out.append(Unit("code", "\n".join(fence)))
+    flush()
+    return out
+
+
+def score(text, terms, weights, vocab):
+    """IDF-weighted share of the question's content words in a text (0…1).
+
+    Example: terms "quota" (2.0) and "mailbox" (1.0), text "Die Quota setzen" -> 2/3
+    """
+    tokens = set(german.index_text(text, vocab).split())
+    total = sum(weights) or 1.0
+    return sum(w for term, w in zip(terms, weights) if term.found_in(tokens)) / total
+
+
+def is_procedure(content):
+    """A chunk with a numbered list (two steps or more) or a code block."""
+    return len(NUMBERED.findall(content)) >= 2 or "```" in content or "~~~" in content
+
+
+def steps(content):
+    """The procedure as the model sees it: its numbered steps, each cut to its first sentence (plus the first
+    later sentence with a `command` when the first has none); the other units only when there are no
+    numbered steps (then code blocks and sentences stay whole). Every piece is verbatim.
+
+    Example: "Intro.\n1. Mit `sq` setzen. Der Wert in KB.\n2. Prüfen. Dann `lm` aufrufen." ->
+             "1. Mit `sq` setzen.\n2. Prüfen. Dann `lm` aufrufen."
+    """
+    parts = units(content)
+    numbered = [u for u in parts if u.kind == "item" and NUMBERED.match(u.text)]
+    if len(numbered) < 2:
+        return content
+    out = []
+    for item in numbered:
+        marker = NUMBERED.match(item.text).group(0)
+        said = sentences(" ".join(line.strip() for line in item.text[len(marker):].split("\n")))
+        keep = said[:1]
+        if said and "`" not in said[0]:
+            keep += [s for s in said[1:] if "`" in s][:1]
+        out.append(marker.strip() + " " + " ".join(keep))
+    return "\n".join(out)
+
+
+def best_procedure(sources, terms, weights, vocab):
+    """Index of the how-to source the model sees whole (--steps model): a procedure, most of the question
+    covered, then the best rank; None if no source is a procedure. Ties keep the earlier source."""
+    candidates = [(-score(f"{s.heading}\n{s.content}", terms, weights, vocab), n)
+                  for n, s in enumerate(sources) if is_procedure(s.content) and len(s.content) <= PROCEDURE_MAX]
+    return min(candidates)[1] if candidates else None
+
+
+def shaped(content):
+    """A chunk that reads like a procedure: a numbered list, a code block or at least two bullet items."""
+    return is_procedure(content) or len(BULLET.findall(content)) >= 2
+
+
+def is_intro(source):
+    """A page's opening chunk (its heading path is the page title alone); it mostly points to the sections below."""
+    return "›" not in (source.heading or "")
+
+
+def best_section(sources):
+    """Index of the source a how-to answer is taken from: the best cosine to the question, with SHAPE_BONUS for
+    a procedure's shape and INTRO_PENALTY for a page's opening chunk; ties (and sources without a cosine,
+    --mode lexical) keep the better rank. None without sources.
+
+    Example: cosines 0.913 (page intro), 0.919 (numbered steps) -> 1
+    """
+    def key(n):
+        s = sources[n]
+        return ((s.cosine or 0.0) + SHAPE_BONUS * shaped(s.content) - INTRO_PENALTY * is_intro(s), -n)
+    return max(range(len(sources)), key=key) if sources else None
+
+
+def shorten(source, terms, weights, vocab, budget):
+    """The source's best units in chunk order, at least one, within `budget` characters (whole units)."""
+    parts = units(source.content)
+    if not parts:
+        return source.content
+    scored = [(score(u.text, terms, weights, vocab), i) for i, u in enumerate(parts)]
+    top = max(s for s, _ in scored)
+    ranked = sorted(scored, key=lambda t: (-t[0], t[1]))  # best first, ties by position
+    keep, used = set(), 0
+    for s, i in ranked:
+        size = len(parts[i].text) + 1
+        if keep and (s < KEEP_RATIO * top or s == 0 or used + size > budget):
+            continue
+        keep.add(i)
+        used += size
+    return "\n".join(parts[i].text for i in sorted(keep))
+
+
+def select(question, sources, terms, weights, vocab, question_kind=None, whole_chunks=False):
+    """(the text each source shows the model, in source order; the 1-based number of the procedure kept
+    whole, or None) — see the module docstring. whole_chunks: every source as it is (as in the post)."""
+    question_kind = question_kind or kind(question, sources)
+    whole = best_procedure(sources, terms, weights, vocab) if question_kind == "howto" else None
+    if whole_chunks:
+        return [s.content for s in sources], None if whole is None else whole + 1
+    left = BUDGET - (len(sources[whole].content) if whole is not None else 0)
+    others = len(sources) - (whole is not None)
+    out = []
+    for n, source in enumerate(sources):
+        if n == whole:
+            out.append(steps(source.content))
+            left += len(source.content) - len(out[-1])
+            continue
+        share = int(BUDGET * FIRST_SHARE) if n == 0 and whole is None else max(left, 0) // max(others, 1)
+        text = shorten(source, terms, weights, vocab, share)
+        out.append(text)
+        left, others = left - len(text), others - 1
+    return out, None if whole is None else whole + 1

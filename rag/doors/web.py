@@ -1,0 +1,365 @@
+"""The web page and the OpenAI-compatible API of `python3 ask_rag.py --serve`, on one stdlib server.
+
+    python3 ask_rag.py --serve                                  # http://127.0.0.1:8090/
+    RAG_SERVE_KEY=geheim python3 ask_rag.py --serve --host 0.0.0.0
+
+Routes (every one turns the core's events into its own format, rag/doors/common.py):
+    GET  /                       the page: rag/doors/page.html, HTML, CSS and JS in one file, nothing external
+    GET  /api/folders            {"folders": ["mail/", …]}: the index's top-level folders (folder filter)
+    POST /api/ask                {"question", "under"} -> Server-Sent Events: sources, piece …, checks, done
+                                 (or error); each `data:` is one JSON object
+    GET  /v1/models, POST /v1/chat/completions    the wiki as an OpenAI "model" (rag/doors/openai_api.py)
+    GET  /health                 {"status": "ok", "slots": N, "queue": M}
+
+Security: binds 127.0.0.1 unless a key is set (--serve-key / RAG_SERVE_KEY); with a key every request
+needs it, as `Authorization: Bearer KEY` (API clients) or HTTP Basic with the key as password (the
+browser asks once). The page builds its DOM with textContent only, and a Content-Security-Policy
+allows nothing but the page's own inline script and style (by hash) and requests to this server.
+
+Load: at most SLOTS questions run at once (the answer server's slots, its /props `total_slots`),
+QUEUE more wait for one; beyond that the reply comes at once: HTTP 503 with Retry-After and
+"Der Server ist ausgelastet, bitte in N s erneut fragen." (N: the median time of recent questions).
+
+Does not handle: TLS (put a reverse proxy in front), users or rights per folder, limits per client.
+"""
+import base64
+import collections
+import contextlib
+import hashlib
+import hmac
+import ipaddress
+import itertools
+import json
+import math
+import re
+import signal
+import socket
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from rag import core
+from rag.doors import common as doors
+from rag.doors import openai_api
+from rag.models import llm
+
+HOST = "127.0.0.1"  # loopback only, unless a key is set
+PORT = 8090
+MAX_BODY = 1_000_000  # bytes of a request body
+SOCKET_TIMEOUT = 300  # seconds a client may stall a read or write before its thread gives up
+RETRY_DEFAULT = 10  # seconds in "bitte in N s erneut" before any question has finished
+RECENT = 20  # question durations the retry estimate looks at
+PAGE = Path(__file__).with_name("page.html")
+BUSY = "Der Server ist ausgelastet, bitte in {n} s erneut fragen."
+
+
+class Busy(Exception):
+    def __init__(self, seconds):
+        super().__init__(BUSY.format(n=seconds))
+        self.seconds = seconds
+
+
+class Gate:
+    """At most `slots` questions at once and `queue` more waiting; beyond that Busy, at once.
+
+    Example: Gate(1, 0): a second question while the first runs -> Busy("… bitte in 10 s erneut …")
+    """
+
+    def __init__(self, slots, queue):
+        self.slots, self.queue = slots, queue
+        self.places = threading.BoundedSemaphore(slots + queue)
+        self.running = threading.Semaphore(slots)
+        self.durations = collections.deque(maxlen=RECENT)
+        self.lock = threading.Lock()
+
+    @contextlib.contextmanager
+    def enter(self):
+        if not self.places.acquire(blocking=False):
+            raise Busy(self.retry_after())
+        try:
+            with self.running:
+                started = time.monotonic()
+                try:
+                    yield
+                finally:
+                    with self.lock:
+                        self.durations.append(time.monotonic() - started)
+        finally:
+            self.places.release()
+
+    def retry_after(self):
+        """Seconds until a place is likely free: the median duration of recent questions, rounded up."""
+        with self.lock:
+            recent = sorted(self.durations)
+        return max(1, math.ceil(recent[len(recent) // 2])) if recent else RETRY_DEFAULT
+
+
+def loopback(host):
+    """Example: loopback("127.0.0.1") -> True; loopback("localhost") -> True; loopback("0.0.0.0") -> False"""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def key_ok(header, key):
+    """Does the Authorization header carry the key? Bearer KEY, or Basic with KEY as password.
+
+    Example: key_ok("Bearer geheim", "geheim") -> True; key_ok("Basic OmdlaGVpbQ==", "geheim") -> True
+    """
+    if not key:
+        return True
+    scheme, _, value = (header or "").partition(" ")
+    if scheme.lower() == "bearer":
+        given = value.strip()
+    elif scheme.lower() == "basic":
+        try:
+            given = base64.b64decode(value.strip(), validate=True).decode("utf-8").partition(":")[2]
+        except (ValueError, UnicodeDecodeError):
+            return False
+    else:
+        return False
+    return hmac.compare_digest(given.encode("utf-8"), key.encode("utf-8"))
+
+
+def csp(page):
+    """The page's Content-Security-Policy: only its own inline <script> and <style>, by sha256."""
+    def hashes(tag):
+        return " ".join("'sha256-%s'" % base64.b64encode(hashlib.sha256(body.encode()).digest()).decode()
+                        for body in re.findall(rf"<{tag}>(.*?)</{tag}>", page, re.S))
+    return (f"default-src 'none'; script-src {hashes('script')}; style-src {hashes('style')}; connect-src 'self'; "
+            f"img-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
+
+
+def answer_slots(settings):
+    """The answer server's parallel slots (llama-server /props total_slots), else 1."""
+    try:
+        props = llm.get_json(settings.server, "/props", api_key=settings.api_key, missing=True) or {}
+    except llm.LLMError as exc:
+        print(f"Warnung: {exc} – Fragen scheitern, bis er läuft", file=sys.stderr)
+        return 1
+    return max(1, int(props.get("total_slots") or 1))
+
+
+class State:
+    def __init__(self, settings, key, gate):
+        self.settings, self.key, self.gate = settings, key, gate
+        text = PAGE.read_text(encoding="utf-8")
+        self.page, self.csp = text.encode("utf-8"), csp(text)
+
+
+def make_handler(state):
+    class Handler(BaseHTTPRequestHandler):
+        server_version = "rag-ohne-magie"
+        protocol_version = "HTTP/1.1"  # streams chunked, replies with Content-Length, connections kept
+        timeout = SOCKET_TIMEOUT
+
+        def setup(self):
+            super().setup()
+            self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # each event leaves at once
+
+        def log_message(self, *args):
+            pass
+
+        # -- replies ---------------------------------------------------------------------------
+        def send_json(self, status, payload, headers=()):
+            body = doors.dumps(payload).encode("utf-8")
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json; charset=utf-8")
+            self.send_header("Content-Length", str(len(body)))
+            for name, value in headers:
+                self.send_header(name, value)
+            self.end_headers()
+            self.wfile.write(body)
+
+        def send_error_json(self, status, message, api=False, headers=()):
+            self.close_connection = True  # an unread request body must not be taken for the next request
+            kind = {401: "authentication_error", 503: "server_busy"}.get(status, "invalid_request_error")
+            self.send_json(status, openai_api.error(message, kind) if api else {"error": message}, headers)
+
+        @contextlib.contextmanager
+        def stream(self):
+            """A text/event-stream response, chunked: each event is one HTTP chunk, sent at once."""
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream; charset=utf-8")
+            self.send_header("Cache-Control", "no-store")
+            self.send_header("X-Accel-Buffering", "no")  # a proxy in front must not hold the events back
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            self.close_connection = True
+            yield
+            self.wfile.write(b"0\r\n\r\n")
+
+        def send_event(self, data, event=None):
+            head = f"event: {event}\n" if event else ""
+            body = (f"{head}data: {data if isinstance(data, str) else doors.dumps(data)}\n\n").encode("utf-8")
+            self.wfile.write(b"%x\r\n%s\r\n" % (len(body), body))
+
+        # -- requests --------------------------------------------------------------------------
+        def authorised(self):
+            if key_ok(self.headers.get("Authorization"), state.key):
+                return True
+            self.send_error_json(401, "Schlüssel fehlt oder ist falsch – Authorization: Bearer SCHLÜSSEL senden "
+                                      "(--serve-key / RAG_SERVE_KEY)", api=self.path.startswith("/v1/"),
+                                 headers=[("WWW-Authenticate", 'Basic realm="RAG ohne Magie", charset="UTF-8"')])
+            return False
+
+        def read_json(self):
+            """The request body as a JSON object, or None after an error reply."""
+            api = self.path.startswith("/v1/")
+            try:
+                length = int(self.headers.get("Content-Length") or 0)
+            except ValueError:
+                length = -1
+            if not 0 < length <= MAX_BODY:
+                self.send_error_json(413 if length > MAX_BODY else 400, f"Anfrage braucht einen JSON-Körper "
+                                     f"(Content-Length 1 bis {MAX_BODY} Bytes)", api)
+                return None
+            try:
+                body = json.loads(self.rfile.read(length))
+            except (ValueError, UnicodeDecodeError):
+                body = None
+            if not isinstance(body, dict):
+                self.send_error_json(400, "Anfrage ist kein JSON-Objekt – z. B. {\"question\": \"…\"} senden", api)
+                return None
+            return body
+
+        def do_GET(self):
+            if not self.authorised():
+                return
+            path = urlsplit(self.path).path
+            if path == "/":
+                self.send_response(200)
+                for name, value in (("Content-Type", "text/html; charset=utf-8"), ("Content-Security-Policy", state.csp),
+                                    ("X-Content-Type-Options", "nosniff"), ("Referrer-Policy", "no-referrer"),
+                                    ("Cache-Control", "no-store"), ("Content-Length", str(len(state.page)))):
+                    self.send_header(name, value)
+                self.end_headers()
+                self.wfile.write(state.page)
+            elif path == "/api/folders":
+                self.send_json(200, {"folders": doors.folders(state.settings)})
+            elif path == "/v1/models":
+                self.send_json(200, openai_api.models(doors.folders(state.settings)))
+            elif path == "/health":
+                self.send_json(200, {"status": "ok", "slots": state.gate.slots, "queue": state.gate.queue})
+            else:
+                self.send_error_json(404, f"{path} gibt es nicht – die Seite liegt unter /", path.startswith("/v1/"))
+
+        def do_POST(self):
+            if not self.authorised():
+                return
+            path = urlsplit(self.path).path
+            if path not in ("/api/ask", "/v1/chat/completions"):
+                return self.send_error_json(404, f"{path} gibt es nicht – POST /api/ask oder /v1/chat/completions",
+                                            path.startswith("/v1/"))
+            body = self.read_json()
+            if body is None:
+                return
+            api = path.startswith("/v1/")
+            try:
+                with state.gate.enter():
+                    (self.ask_openai if api else self.ask_page)(body)
+            except Busy as busy:
+                self.send_error_json(503, str(busy), api, headers=[("Retry-After", str(busy.seconds))])
+            except (BrokenPipeError, ConnectionResetError, socket.timeout):
+                pass  # the reader went away; answer_events closed the model's stream
+
+        def first(self, events, api):
+            """The first event, or None after an error reply (an expected failure before any answer)."""
+            try:
+                return next(events)
+            except core.CoreError as exc:
+                self.send_error_json(400, str(exc), api)
+                return None
+
+        def ask_page(self, body):
+            under = body.get("under") if isinstance(body.get("under"), str) else None
+            question = body.get("question") if isinstance(body.get("question"), str) else ""
+            history = openai_api.turns(body.get("history"))  # the page's last turns: a follow-up is read against them
+            events = doors.answer_events(question, doors.request_settings(state.settings, under), history)
+            first = self.first(events, api=False)
+            if first is None:
+                return
+            with self.stream():
+                try:
+                    for kind, data in itertools.chain([first], events):
+                        self.send_event(data, kind)
+                except core.CoreError as exc:
+                    self.send_event({"error": str(exc)}, "error")
+
+        def ask_openai(self, body):
+            question, history = openai_api.question_and_history(body.get("messages"))
+            model = body.get("model") if isinstance(body.get("model"), str) else openai_api.MODEL
+            under = body.get("under") if isinstance(body.get("under"), str) else openai_api.folder_of(model)
+            events = doors.answer_events(question, doors.request_settings(state.settings, under), history)
+            first = self.first(events, api=True)
+            if first is None:
+                return
+            if body.get("stream") is not True:
+                try:
+                    result = [data for kind, data in itertools.chain([first], events) if kind == "done"][0]
+                except core.CoreError as exc:
+                    return self.send_error_json(502, str(exc), api=True)
+                return self.send_json(200, openai_api.completion(result, model))
+            cid, streamed = openai_api.new_id(), False
+            with self.stream():
+                self.send_event(openai_api.chunk(cid, model, {"role": "assistant", "content": ""}))
+                try:
+                    for kind, data in itertools.chain([first], events):
+                        if kind == "searched" and openai_api.searched_line(data):
+                            self.send_event(openai_api.chunk(cid, model, {"content": openai_api.searched_line(data)}))
+                        elif kind == "piece":
+                            streamed = True
+                            self.send_event(openai_api.chunk(cid, model, {"content": data["text"]}))
+                        elif kind == "done":
+                            text = ("" if streamed else data["answer"] or "") + openai_api.footnotes(data)
+                            self.send_event(openai_api.chunk(cid, model, {"content": text}))
+                            self.send_event(openai_api.chunk(cid, model, finish="stop", result=data))
+                except core.CoreError as exc:
+                    self.send_event(openai_api.error(str(exc), "server_error"))
+                self.send_event("[DONE]")
+
+    return Handler
+
+
+
+def serve(settings, host=HOST, port=PORT, key=None, slots=None, queue=None):
+    """Serve the page and the API until Ctrl-C or SIGTERM; expected failures raise core.CoreError."""
+    if not loopback(host) and not key:
+        raise core.CoreError(f"--host {host} ist von anderen Rechnern erreichbar – nur mit Schlüssel starten "
+                             f"(--serve-key / RAG_SERVE_KEY) oder --host 127.0.0.1")
+    core.open_index(settings)[0].close()  # no index: say so now, not at the first question
+    server_class = type("Server", (ThreadingHTTPServer,), {"daemon_threads": True,
+                                                            "address_family": socket.AF_INET6 if ":" in host else socket.AF_INET})
+    state = State(settings, key, None)
+    try:
+        httpd = server_class((host, port), make_handler(state))
+    except OSError as exc:
+        raise core.CoreError(f"{host}:{port} lässt sich nicht öffnen ({exc.strerror}) – anderen Port mit --port wählen")
+    slots = slots or answer_slots(settings)
+    state.gate = gate = Gate(slots, slots if queue is None else queue)
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, stop)
+    try:
+        with doors.warm_embedder(settings) as embedder_note:
+            bound = httpd.server_address[1]
+            where = f"http://{'[' + host + ']' if ':' in host else host}:{bound}"
+            print(f"Web-Seite: {where}/\nOpenAI-API: {where}/v1 (Modell {openai_api.MODEL})\n{embedder_note}\n"
+                  f"Antwort-Server: {settings.server} · {gate.slots} gleichzeitig, {gate.queue} in der Warteschlange"
+                  f"{' · Schlüssel nötig' if key else ''} · Strg-C beendet", flush=True)
+            httpd.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        httpd.server_close()
+    print("Beendet.", flush=True)
+
+
+def stop(signum, frame):
+    """SIGINT/SIGTERM: leave serve_forever, so the warm embedder is stopped with the server."""
+    raise KeyboardInterrupt

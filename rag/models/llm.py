@@ -1,0 +1,268 @@
+"""Talking to a running llama-server: health, chat template, streamed completions, short JSON answers.
+
+    for piece in stream_answer("http://127.0.0.1:8080", prompt, chat=False, max_tokens=160):
+        print(piece, end="")
+    complete_json(url, messages, {"type": "array", "items": {"type": "string"}}, 40)   # -> ["Quota", …]
+
+`/v1/chat/completions` when the model has a chat template (the server applies it), else the
+post's plain prompt on `/v1/completions`, where a small base model rambles and repeats itself:
+there the answer is held to one line (a GBNF grammar) and stops at an invented source block.
+Streaming is Server-Sent Events: one `data: {…}` line per token, the last chunk carries
+`finish_reason` and `timings`, then `data: [DONE]`.
+Every request has a timeout; every failure becomes LLMError with one German line.
+Other OpenAI-compatible servers work too (Ollama, vLLM): an API key goes out as
+`Authorization: Bearer …` on every request, a model name as `model`; without /props (llama-server
+only) the chat template is assumed and the model name comes from /v1/models.
+
+Does not handle: tool calls, several choices, multi-line answers from the plain prompt (drop
+ONE_LINE for those), llama-server's extra fields (grammar, dry_multiplier) on servers that reject them.
+"""
+import json
+
+import requests
+
+from rag.answer import prompt as answer
+
+CONNECT_TIMEOUT = 5  # seconds to reach the server
+READ_TIMEOUT = 120  # seconds the server may stay silent between two tokens
+TEMPERATURE = 0.0  # deterministic answers
+DRY_MULTIPLIER = 0.8  # "don't repeat yourself" sampler against loops (0 = off); plain prompt only: on the chat
+#                path it garbled copied commands ("cm user/jana.kruse/Sent" -> "cm user/jana.krUSE/Sent")
+# Plain prompt only. Measured with Gemma 3 270M base on 10 wiki questions, one line + DRY against the
+# old stop strings: about 20 instead of 157 tokens per answer, 0 instead of 6 answers stuck in a loop.
+# (DRY alone: 4 loops; repeat_penalty 1.3: no loops, but answers drifted off the sources.)
+ONE_LINE = r'root ::= [^\n]+ "\n"'  # GBNF: one line of text, then the model has to stop
+STOP = ["<<<"]  # the model started to write a source block of its own
+
+
+class LLMError(Exception):
+    """llama-server failed; the message is one German line that names the fix."""
+
+
+def hint_start(url):
+    port = url.rsplit(":", 1)[-1].strip("/") if url.count(":") >= 2 else "8080"
+    return f"starten mit: llama-server -m MODELL.gguf --host 127.0.0.1 --port {port}"
+
+
+AUTH_HINT = "API-Schlüssel fehlt oder ist falsch – --api-key / RAG_API_KEY setzen"
+
+
+def auth_headers(api_key):
+    """Example: auth_headers("geheim") -> {"Authorization": "Bearer geheim"}; auth_headers(None) -> {}"""
+    return {"Authorization": f"Bearer {api_key}"} if api_key else {}
+
+
+def send(method, url, path, timeout, api_key=None, **kwargs):
+    """One request, not streamed; unreachable, silent, key refused, model loading: LLMError (one line)."""
+    try:
+        response = requests.request(method, url.rstrip("/") + path, headers=auth_headers(api_key),
+                                    timeout=(CONNECT_TIMEOUT, timeout), **kwargs)
+    except requests.ConnectionError:
+        raise LLMError(f"llama-server unter {url} nicht erreichbar – {hint_start(url)}")
+    except requests.Timeout:
+        raise LLMError(f"llama-server unter {url} antwortet nicht (Timeout) – Server prüfen oder neu starten")
+    if response.status_code in (401, 403):
+        raise LLMError(f"Server unter {url}: {AUTH_HINT}")
+    if response.status_code == 503:
+        raise LLMError(f"llama-server unter {url} lädt noch das Modell – kurz warten und erneut fragen")
+    return response
+
+
+def get_json(url, path, timeout=CONNECT_TIMEOUT, api_key=None, missing=False):
+    """GET url+path as JSON; `missing=True`: None for 404 (an endpoint only llama-server has)."""
+    response = send("GET", url, path, timeout, api_key)
+    if missing and response.status_code in (404, 405):
+        return None
+    if path == "/health" and response.status_code == 200:
+        return {}  # vLLM answers /health with an empty body
+    if response.status_code != 200:
+        raise LLMError(f"llama-server unter {url} antwortete mit HTTP {response.status_code} auf {path} – "
+                       f"ist das ein llama-server?")
+    try:
+        return response.json()
+    except ValueError:
+        raise LLMError(f"llama-server unter {url} lieferte kein JSON auf {path} – ist das ein llama-server?")
+
+
+# llama-server reports this ChatML template when the model brings none of its own (e.g. Gemma base)
+FALLBACK_TEMPLATE = "{%- for message in messages -%}\n  {{- '<|im_start|>' + message.role + '\n' + message.content"
+
+
+def has_own_template(template):
+    """True when the model brings a chat template (not llama-server's ChatML fallback)."""
+    return bool(template.strip()) and not template.startswith(FALLBACK_TEMPLATE)
+
+
+def listed_model(url, api_key=None):
+    """The first model id on /v1/models, or None. Example: {"data": [{"id": "qwen2.5:3b"}]} -> "qwen2.5:3b" """
+    models = get_json(url, "/v1/models", api_key=api_key, missing=True) or {}
+    try:
+        return str(models["data"][0]["id"])
+    except (KeyError, IndexError, TypeError):
+        return None
+
+
+def server_info(url, api_key=None, model_name=None):
+    """Check /health, then read /props: {"model": …, "chat_template": bool}.
+
+    Servers without /health (Ollama) are checked by the next request; servers without /props
+    (Ollama, vLLM) apply the model's own chat template, so chat is assumed there.
+    """
+    get_json(url, "/health", api_key=api_key, missing=True)
+    props = get_json(url, "/props", api_key=api_key, missing=True)
+    if props is None:
+        model = model_name or listed_model(url, api_key) or "?"
+        return {"model": str(model).rsplit("/", 1)[-1], "chat_template": True, "build": "", "prefill": False}
+    template = props.get("chat_template") or ""
+    model = model_name or props.get("model_alias") or props.get("model_path") or "?"
+    return {"model": str(model).rsplit("/", 1)[-1], "chat_template": has_own_template(template),
+            "build": props.get("build_info", ""), "prefill": True}  # llama-server continues an assistant message
+
+
+def http_error(response, where=""):
+    """LLMError for a reply other than 200, with the server's own error message.
+
+    Example: HTTP 500 {"error": {"message": "KV-Cache voll"}} -> "llama-server meldet HTTP 500: KV-Cache voll – Server-Log prüfen"
+    """
+    try:
+        detail = error_text(response.json())
+    except ValueError:
+        detail = response.text[:200]
+    return LLMError(f"llama-server meldet HTTP {response.status_code}{where}: {detail} – Server-Log prüfen")
+
+
+def error_text(payload):
+    error = payload.get("error") if isinstance(payload, dict) else None
+    if isinstance(error, dict):
+        return error.get("message") or json.dumps(error, ensure_ascii=False)
+    return str(error)
+
+
+def with_prefill(pieces, prefill):
+    """The pieces, beginning with `prefill` exactly once (llama-server repeats a prefilled assistant
+    message at the start of its stream; a server that does not gets it put in front).
+
+    Example: with_prefill(["Laut [2]:\n1.", " SSH"], "Laut [2]:\n1.") -> "Laut [2]:\n1.", " SSH"
+    """
+    head = ""
+    for piece in pieces:
+        if head is None:
+            yield piece
+            continue
+        head += piece
+        if len(head) < len(prefill) and prefill.startswith(head):
+            continue
+        yield head if head.startswith(prefill) else prefill + head
+        head = None
+    if head:  # the stream ended before the prefill was complete
+        yield head if head.startswith(prefill) else prefill + head
+
+
+def trimmed(pieces):
+    """The streamed pieces without the answer's leading and trailing whitespace.
+
+    Example: [" Mit", " cm", "\\n"] -> "Mit", " cm"
+    """
+    held, started = "", False  # held: whitespace, shown only if more text follows
+    for piece in pieces:
+        text = piece.rstrip()
+        if text:
+            yield held + text if started else text.lstrip()
+            held, started = piece[len(text):], True
+        else:
+            held += piece
+
+
+def stream_answer(url, prompt, chat, max_tokens, timings=None, api_key=None, model_name=None, prefill=None):
+    """Yield the answer text as it is generated; fill `timings` (a dict) from the last chunk.
+
+    `model_name` goes out as "model" (Ollama, vLLM need it), `api_key` as a Bearer token; `prefill`
+    (chat only): the start of the answer, which the model continues (llama-server).
+    """
+    pieces = stream_pieces(url, prompt, chat, max_tokens, timings, api_key, model_name, prefill)
+    return with_prefill(pieces, prefill) if prefill and chat else pieces
+
+
+def stream_pieces(url, prompt, chat, max_tokens, timings, api_key, model_name, prefill):
+    endpoint = "/v1/chat/completions" if chat else "/v1/completions"
+    body = {"stream": True, "max_tokens": max_tokens, "temperature": TEMPERATURE, "cache_prompt": True}
+    if model_name:
+        body["model"] = model_name
+    if chat:
+        body["messages"] = answer.split_chat(prompt)  # constant system message first, then sources + question
+        if prefill:
+            body["messages"].append({"role": "assistant", "content": prefill})
+        body["stop"] = STOP  # a small chat model, too, may go on writing a source block of its own
+    else:
+        body.update(prompt=prompt, grammar=ONE_LINE, stop=STOP, dry_multiplier=DRY_MULTIPLIER)
+    try:
+        response = requests.post(url.rstrip("/") + endpoint, json=body, stream=True, headers=auth_headers(api_key),
+                                 timeout=(CONNECT_TIMEOUT, READ_TIMEOUT))
+    except requests.ConnectionError:
+        raise LLMError(f"llama-server unter {url} nicht erreichbar – {hint_start(url)}")
+    except requests.Timeout:
+        raise LLMError(f"llama-server unter {url} antwortet nicht (Timeout {READ_TIMEOUT} s) – Server prüfen")
+    with response:
+        if response.status_code in (401, 403):
+            raise LLMError(f"Server unter {url}: {AUTH_HINT}")
+        if response.status_code == 503:
+            raise LLMError(f"llama-server unter {url} lädt noch das Modell – kurz warten und erneut fragen")
+        if response.status_code != 200:
+            raise http_error(response)
+        done = False
+        try:
+            for line in response.iter_lines():
+                if line.startswith(b"error:"):  # older llama-server: a separate SSE event
+                    line = b'data: {"error": ' + line[6:] + b"}"
+                if not line.startswith(b"data:"):
+                    continue
+                data = line[5:].strip()
+                if data == b"[DONE]":
+                    done = True
+                    break
+                try:
+                    chunk = json.loads(data)
+                except ValueError:
+                    raise LLMError("llama-server sendete einen unlesbaren Stream-Abschnitt – Server-Version prüfen")
+                if "error" in chunk:
+                    raise LLMError(f"llama-server meldet mitten in der Antwort einen Fehler: {error_text(chunk)} – "
+                                   f"Server-Log prüfen, ggf. mit größerem Kontext (-c) neu starten")
+                if timings is not None and chunk.get("timings"):
+                    timings.update(chunk["timings"])
+                for choice in chunk.get("choices") or []:
+                    piece = (choice.get("delta") or {}).get("content") if chat else choice.get("text")
+                    if piece:
+                        yield piece
+        except requests.exceptions.ChunkedEncodingError:
+            raise LLMError("Verbindung zu llama-server brach mitten in der Antwort ab – Server-Log prüfen")
+        except requests.exceptions.ConnectionError:
+            raise LLMError(f"llama-server antwortete {READ_TIMEOUT} s lang nicht – Server prüfen")
+        if not done:
+            raise LLMError("Antwort von llama-server endete ohne [DONE] – unvollständig; Server-Log prüfen")
+
+
+SEED = 42  # fixed sampling seed for short structured calls: the same question gives the same output
+SHORT_TIMEOUT = 30  # seconds a short structured call (search phrases, a rewritten question) may take
+
+
+def complete_json(url, messages, schema, max_tokens, api_key=None, model_name=None, timeout=SHORT_TIMEOUT):
+    """One chat completion whose text must follow a JSON schema; returns the parsed JSON.
+
+    The schema goes out as OpenAI's `response_format` (llama-server turns it into a grammar, so the
+    text always parses); temperature 0, a fixed seed and no prompt cache make the answer repeatable.
+    Example: messages [{"role": "user", "content": "Drei Farben"}], {"type": "array", …} -> ["rot", "grün", "blau"]
+    """
+    body = {"messages": messages, "max_tokens": max_tokens, "temperature": TEMPERATURE, "seed": SEED,
+            "cache_prompt": False, "stream": False,  # a prompt taken partly from the cache is computed in other
+            # batches, and the output can differ (seen: another set of search phrases for the same question)
+            "response_format": {"type": "json_schema", "json_schema": {"name": "antwort", "schema": schema}}}
+    if model_name:
+        body["model"] = model_name
+    response = send("POST", url, "/v1/chat/completions", timeout, api_key, json=body)
+    if response.status_code != 200:
+        raise http_error(response)
+    try:
+        text = response.json()["choices"][0]["message"]["content"]
+        return json.loads(text)
+    except (ValueError, KeyError, IndexError, TypeError):
+        raise LLMError(f"llama-server unter {url} lieferte kein gültiges JSON nach Schema – Server-Version prüfen")

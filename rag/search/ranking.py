@@ -1,0 +1,463 @@
+"""Ranking: exact cosine over the vectors, a German full-text cascade, and their fusion.
+
+    retrieve(index, "Kuendigungsfrist Dienstleister", qvec, mode="hybrid", top_k=4)
+    -> Retrieval(sources=[Source(path="vertraege/…", heading="… › § 7 Kündigung", …)], strategy="strict", …)
+
+`index` is a store (rag/store/sqlite.py: SQLite, or PostgreSQL in rag/store/postgres.py); everything here is
+the same for both, the store only answers the questions of its interface.
+
+vector   cosine of the question vector with every chunk vector, exact (no pre-filter); vectors are
+         L2-normalised at index time, so cosine = dot product. SQLite (rag/store/vectors.py): pure Python
+         (on every core for large indexes), or numpy / sqlite-vec when installed, same result;
+         PostgreSQL: pgvector, rescored exactly, or an HNSW preselection rescored exactly (--ann).
+lexical  BM25 (heading weighted 2:1 over the body; FTS5's own in SQLite, the same formula in SQL on
+         PostgreSQL) over the search text of rag/text/german.py, in a cascade: strict (every content
+         word, or its stem) → compound (a word's compound parts count too) → or (any word).
+         Earlier stages rank first.
+hybrid   Reciprocal Rank Fusion, k = 60, the lexical list weighted higher than the vector list
+         (see LEXICAL_WEIGHT); ties broken by (path, chunk_index), never by dict order.
+
+Then at most MAX_PER_FILE chunks per file (over-fetching fills the list), and the relevance floor:
+when the evidence is weak the caller answers "Dazu habe ich keine Information." without the LLM.
+
+Does not handle: approximate search in SQLite (every query scans every vector; fine up to ~10^5
+chunks; PostgreSQL with HNSW beyond that).
+"""
+import dataclasses
+import math
+import operator
+from dataclasses import dataclass, field
+
+from rag.store import sqlite as store
+from rag.text import german
+
+try:
+    from math import sumprod as dot  # Python 3.12+: exact, in C
+except ImportError:  # Python 3.11
+    def dot(a, b):
+        """Example: dot([1, 2], [3, 4]) -> 11"""
+        return sum(map(operator.mul, a, b))
+
+RRF_K = 60  # Reciprocal Rank Fusion constant (Cormack et al.)
+LEXICAL_WEIGHT = 1.0  # weight of the lexical ranking in hybrid mode
+VECTOR_WEIGHT = 0.01  # weight of the vector ranking: tiny, measured (README "Suchqualität"); RAG_VECTOR_WEIGHT
+FETCH = 50  # candidates per mode before fusion and the per-file cap
+MAX_PER_FILE = 3  # at most this many chunks of one file in the final top-k …
+COMPARABLE = 0.98  # … while another file has a candidate scoring at least this share (0 = hard cap)
+MIN_COVERAGE = 0.25  # floor: IDF-weighted share of the question found in the best lexical hit
+MAX_UNKNOWN = 0.45  # floor: IDF-weighted share of the question that no chunk contains
+COVERAGE_POWER = 1  # lexical score = BM25 × coverage ** COVERAGE_POWER (0 = plain BM25; measured: 1 best MRR@10)
+MODES = ("hybrid", "vector", "lexical")
+
+
+@dataclass
+class Source:
+    doc_id: int
+    path: str
+    chunk_index: int
+    heading: str
+    content: str
+    flags: list
+    score: float = 0.0
+    ranks: dict = field(default_factory=dict)  # mode -> 1-based rank
+    cosine: float = None
+    chunks: tuple = ()  # the chunk indexes joined into this source (whole_sections); () = chunk_index alone
+
+    def as_json(self):
+        return {"path": self.path, "heading": self.heading, "chunk_index": self.chunk_index,
+                **({"chunks": list(self.chunks)} if self.chunks else {}),
+                "score": round(self.score, 6), "cosine": None if self.cosine is None else round(self.cosine, 6),
+                "ranks": self.ranks, "flags": self.flags}
+
+
+@dataclass
+class Retrieval:
+    sources: list
+    mode: str
+    strategy: str = None  # lexical stage that matched: strict / compound / or / None
+    query_text: str = ""  # the folded search text of the question (for --explain)
+    coverage: float = 0.0  # IDF-weighted share of the question's words in the best lexical hit
+    unknown: float = 0.0  # IDF-weighted share of the question's words that no chunk contains
+    best_cosine: float = None
+    weak: bool = False  # True: not enough evidence, do not ask the LLM
+    weak_reason: str = ""
+    scan: str = None  # how the vector scan ran: "python", "numpy", "sqlite-vec" (rag/store/vectors.py), "pgvector", "hnsw"
+    scan_processes: int = None  # processes of the Python scan (os.fork on large indexes)
+    scan_candidates: int = None  # hnsw: candidates preselected and rescored exactly (None: every vector scored)
+    under: str = None  # the folder filter: only pages below it were searched ("mail/")
+    query_prefix: str = None  # what the embedder got in front of the question (e5: "query: "); None: not embedded
+    terms: list = field(default_factory=list)  # the question's content words (rag/text/german.py Term) …
+    weights: list = field(default_factory=list)  # … and their IDF weights: rag/answer/context.py scores sentences with them
+    vocab: set = field(default_factory=set, repr=False)  # the index's compound vocabulary (rag/text/german.py)
+    pii_kept: list = field(default_factory=list)  # rag/privacy/mask.py Kept: values left readable (Hotline, RAG_PII_KEEP)
+
+
+# -- vector ----------------------------------------------------------------------------------------
+def vector_ranking(index, qvec, limit):
+    """[(cosine, doc_id)] best first, over every stored vector; ties by doc id (the store picks the way)."""
+    return store.as_store(index).vector_scan(qvec, limit).ranking
+
+
+def normalise(vec):
+    norm = dot(vec, vec) ** 0.5
+    return [x / norm for x in vec] if norm else list(vec)
+
+
+# -- lexical ---------------------------------------------------------------------------------------
+def alternatives(term, loose):
+    """What may stand for a question word: [(word, prefix?)]. Example: loose "kuendigungsfrist" ->
+    [("kuendigungsfrist", False), ("kuendigung", False), ("frist", False), ("kuendi", True)]"""
+    alts = [(a, False) for a in (term.loose if loose else term.exact)]
+    if loose and term.prefix:
+        alts.append((term.prefix, True))
+    return alts
+
+
+def cascade(terms):
+    """The cascade: [(stage, groups)], a stage matches a chunk that has one alternative of every group.
+
+    strict: every word (or its stem); compound: every word, or one of its parts, stems, or a word
+    with the same first letters; or: any of these (one group).
+    Example: terms for "Kuendigungsfrist Dienstleister" ->
+      [("strict", [[("kuendigungsfrist", False)], [("dienstleister", False), ("dienstleist", False)]]),
+       ("compound", [[("kuendigungsfrist", False), ("kuendigung", False), …, ("kuendi", True)], […]]),
+       ("or", [[("kuendigungsfrist", False), …, ("dienst", True)]])]
+    """
+    if not terms:
+        return []
+    stages = [("strict", [alternatives(t, False) for t in terms]),
+              ("compound", [alternatives(t, True) for t in terms])]
+    if len(terms) > 1:
+        stages.append(("or", [[a for t in terms for a in alternatives(t, True)]]))
+    return stages
+
+
+def fts_queries(terms):
+    """The cascade as SQLite FTS5 MATCH strings (for reading): [(stage, query)]."""
+    return [(stage, store.match_query(groups)) for stage, groups in cascade(terms)]
+
+
+def covered(tokens, terms, weights):
+    """IDF-weighted share of the question's terms found in a chunk's search tokens (0…1).
+
+    Example: terms "frist" (weight 2.0) and "drucker" (1.0), tokens {"frist"} -> 2/3
+    """
+    total = sum(weights) or 1.0
+    return sum(w for term, w in zip(terms, weights) if term.found_in(tokens)) / total
+
+
+def chunk_tokens(index, doc_id):
+    return set(index.search_text(doc_id).split())
+
+
+def lexical_ranking(index, terms, limit, allowed=None):
+    """[(score, doc_id)] best first, the first cascade stage that matched, and the IDF weights.
+
+    Within a stage the score is BM25 × coverage, coverage = the IDF-weighted share of the
+    question's words in the chunk: a chunk that repeats one rare word loses to one that has most
+    of the question (evaluate.py, lexical: MRR@10 0.751 -> 0.774, Recall@5 0.861 -> 0.904 over
+    BM25 alone; coverage² 0.764 / 0.913).
+    Earlier stages rank first.
+    """
+    found, strategy, seen = [], None, set()
+    weights = term_weights(index, terms)
+    for stage, groups in cascade(terms):
+        rows = index.lexical(groups, limit if allowed is None else None)  # filtered: every match, then the folder
+        new = [(bm25 * covered(set(text.split()), terms, weights) ** COVERAGE_POWER, doc_id)
+               for bm25, doc_id, text in rows if doc_id not in seen and (allowed is None or doc_id in allowed)]
+        new.sort(key=lambda t: (-t[0], t[1]))
+        if new and strategy is None:
+            strategy = stage
+        found += new
+        seen.update(doc_id for _, doc_id in new)
+        if len(found) >= limit:
+            break
+    return found[:limit], strategy, weights
+
+
+def store_size(index):
+    return index.lexical_count() or 1
+
+
+def term_weights(index, terms):
+    """Inverse document frequency of each query term (any of its alternatives), as in BM25.
+
+    A term that no chunk contains gets the highest weight: a question about something the wiki
+    never mentions should not look covered.
+    """
+    total = store_size(index)
+    weights = []
+    for term in terms:
+        df = index.matching(alternatives(term, True))
+        weights.append(math.log((total - df + 0.5) / (df + 0.5) + 1))
+    return weights
+
+
+def folder(under):
+    """The folder filter as a path prefix. Example: folder("./mail") -> "mail/"; folder("") -> None"""
+    under = (under or "").strip().replace("\\", "/").strip("/")
+    while under.startswith("./"):
+        under = under[2:]
+    return under + "/" if under and under != "." else None
+
+
+def folder_ids(index, prefix):
+    """The doc ids of every chunk below a folder prefix ("mail/"), as a set."""
+    return store.as_store(index).ids_below(prefix)
+
+
+# -- fusion, cap, floor ----------------------------------------------------------------------------
+def load_sources(index, doc_ids):
+    return {doc_id: Source(*row) for doc_id, row in store.as_store(index).sources(list(doc_ids)).items()}
+
+
+def fuse(rankings, weights):
+    """Weighted Reciprocal Rank Fusion: {doc_id: score}.
+
+    Example: fuse({"lexical": [(9.1, 7), (8.0, 3)]}, {"lexical": 1.0}) -> {7: 1/61, 3: 1/62}
+    """
+    scores = {}
+    for mode, ranking in rankings.items():
+        for rank, (_, doc_id) in enumerate(ranking, start=1):
+            scores[doc_id] = scores.get(doc_id, 0.0) + weights[mode] / (RRF_K + rank)
+    return scores
+
+
+def cap_per_file(sources, top_k, max_per_file, comparable=COMPARABLE):
+    """The first top_k sources, at most max_per_file from one path while other files offer
+    candidates of comparable score: a chunk over the cap gives way only to the best chunk of another
+    file whose score is at least `comparable` times its own (scores by list position, 1/(RRF_K + rank)).
+    comparable=0 is the hard cap (the list may end short); with comparable > 0 one big file (a law
+    book, a manual as one PDF) still fills the list when no other file comes close.
+
+    Example (max_per_file=1, comparable=0.9), ranked a.md#0, a.md#1, b.md#0 at positions 1, 2, 8:
+      a.md#1 (1/62) vs b.md#0 (1/68 = 0.91 × 1/62): b.md#0 comes second.
+    """
+    score = {id(s): 1 / (RRF_K + rank) for rank, s in enumerate(sources, start=1)}
+    pending, out, per_file = list(sources), [], {}
+    while pending and len(out) < top_k:
+        source = pending[0]
+        if per_file.get(source.path, 0) >= max_per_file:
+            other = next((s for s in pending if per_file.get(s.path, 0) < max_per_file), None)
+            if other is None and not comparable:  # the hard cap: a shorter list rather than more of one file
+                break
+            if other is not None and score[id(other)] >= comparable * score[id(source)]:
+                source = other
+        pending.remove(source)
+        out.append(source)
+        per_file[source.path] = per_file.get(source.path, 0) + 1
+    return out
+
+
+SECTION_MAX = 2000  # whole_sections: a section longer than this (characters) stays cut into its chunks
+
+
+def whole_sections(index, sources, max_chars=SECTION_MAX):
+    """The sources with each chunk widened to its whole section (same page and heading path), when the
+    section was cut into several chunks and fits in max_chars; a later source of a section already
+    widened is dropped (its text is in the earlier one). For how-to questions: a procedure's numbered
+    steps and its code block often land in two chunks, and the model needs both.
+
+    Example: [a.md#3 (steps 1–7, part 1 of "Anlegen"), b.md#0] -> [a.md#3+#4 (steps and code), b.md#0]
+    """
+    out, widened = [], set()
+    for source in sources:
+        key = (source.path, source.heading)
+        if key in widened:
+            continue
+        rows = store.as_store(index).section(*key)
+        joined = "\n\n".join(content for _, content in rows)
+        if len(rows) > 1 and len(joined) <= max_chars:
+            source = dataclasses.replace(source, content=joined, chunk_index=rows[0][0],
+                                         chunks=tuple(i for i, _ in rows))
+            widened.add(key)
+        out.append(source)
+    return out
+
+
+def retrieve_fused(index, queries, weights, top_k=4, max_per_file=MAX_PER_FILE, comparable=COMPARABLE, chooser=None,
+                   feedback=None, **options):
+    """retrieve() for the question and its expansions, fused by weighted RRF, then the per-file cap.
+    queries: [(text, vector or None)], the question first; weights: one per text; options: as for retrieve().
+    One text and no chooser: exactly retrieve().
+
+    Hybrid: a chunk's score is the sum of weight × its RRF score for each text, i.e. one RRF over the
+    lexical and vector rankings of all texts (a text whose words match nothing adds little);
+    vector or lexical mode: RRF over each text's positions. Ties by (path, chunk_index). The question's
+    own Retrieval carries the result (search text, coverage, cosines to the question); a chunk that an
+    expansion found gets ranks["expanded"] (its best rank there). Floor: weak only when every text is weak.
+    chooser(ranked sources) -> (doc ids, weight): one more ranking, added by RRF (rag/search/expand.py: the
+    model's choice among the first results); a chosen chunk gets ranks["chosen"].
+    feedback(index, the question's Retrieval) -> [(text, weight)]: more texts, searched in full text only
+    and fused like the expansions (rag/search/expand.py prf); they never decide the floor.
+    Example: [("Postfach voll, was tun?", v0), ("Quota erhöhen", v1)], [1.0, 0.5]
+             -> Retrieval(sources=[Source(heading="… › Quota erhöhen", ranks={"lexical": 4, "expanded": 1}), …])
+    """
+    if len(queries) == 1 and chooser is None and feedback is None:
+        return retrieve(index, *queries[0], top_k=top_k, max_per_file=max_per_file, comparable=comparable, **options)
+    index = store.as_store(index)
+    found = [retrieve(index, text, vec, top_k=top_k, max_per_file=max_per_file, comparable=comparable,
+                      capped=False, **options) for text, vec in queries]
+    judged, weights = len(found), list(weights)  # judged: the texts whose floor counts
+    for text, weight in feedback(index, found[0]) if feedback is not None else []:
+        found.append(retrieve(index, text, None, top_k=top_k, max_per_file=max_per_file, comparable=comparable,
+                              capped=False, **options))
+        weights.append(weight)
+    if found[0].mode == "hybrid":  # each score is RRF over the text's own rankings already: add them up
+        scores = {}
+        for r, weight in zip(found, weights):
+            for source in r.sources:
+                scores[source.doc_id] = scores.get(source.doc_id, 0.0) + weight * source.score
+    else:  # cosines and BM25 scores of different texts do not add up: RRF over the positions
+        scores = fuse({n: [(0, s.doc_id) for s in r.sources] for n, r in enumerate(found)}, dict(enumerate(weights)))
+    result, chunks, expanded = found[0], {}, {}  # expanded: doc id -> best rank in an expansion's list
+    for n, r in enumerate(found):
+        for rank, source in enumerate(r.sources, start=1):
+            if source.doc_id not in chunks:  # the question's own Source first
+                chunks[source.doc_id] = source
+                if n:  # found only by an expansion: its ranks and cosine were for the expansion's text
+                    source.ranks, source.cosine = {}, None
+            if n:
+                expanded[source.doc_id] = min(rank, expanded.get(source.doc_id, rank))
+    for doc_id, source in chunks.items():
+        source.score = scores[doc_id]
+        if doc_id in expanded:
+            source.ranks["expanded"] = expanded[doc_id]
+    ordered = sorted(chunks.values(), key=lambda s: (-s.score, s.path, s.chunk_index))
+    if chooser is not None:
+        chosen, weight = chooser(cap_per_file(ordered, len(ordered), max_per_file, comparable))
+        for rank, doc_id in enumerate(chosen, start=1):
+            chunks[doc_id].score += weight / (RRF_K + rank)
+            chunks[doc_id].ranks["chosen"] = rank
+        ordered = sorted(chunks.values(), key=lambda s: (-s.score, s.path, s.chunk_index))
+    result.sources = cap_per_file(ordered, top_k, max_per_file, comparable)
+    qvec = queries[0][1]
+    if qvec is not None:  # cosine to the question for every final source
+        missing = index.similarities(normalise(qvec), [s.doc_id for s in result.sources if s.cosine is None])
+        for source in result.sources:
+            if source.cosine is None:
+                source.cosine = missing.get(source.doc_id)
+    result.weak = all(r.weak for r in found[:judged])
+    result.weak_reason = result.weak_reason if result.weak else ""
+    return result
+
+
+def judge(result, floor_cosine, reject_cosine=None):
+    """Set result.weak when the wiki evidence is too thin to ask the LLM.
+
+    Weak = the best cosine is below reject_cosine (the question is about something else, even when
+    common words match), or: the best lexical hit covers less than MIN_COVERAGE of the question
+    (IDF-weighted) or at least MAX_UNKNOWN of the question is words that no chunk contains — unless
+    the best cosine reaches floor_cosine. Both thresholds are measured per embedding model
+    (None = vectors do not count, as for Gemma 3 270M, whose cosines do not separate in-wiki from
+    out-of-wiki questions). Measured on eval/questions.jsonl, see README ("Ehrliches Nein").
+
+    Example (e5: reject 0.85, floor 0.862): cosine 0.83 -> weak; cosine 0.855 with coverage 10% -> weak;
+    cosine 0.855 with coverage 60% -> not weak; cosine 0.87 -> not weak.
+    """
+    cosine = result.best_cosine
+    lexical_ok = result.coverage >= MIN_COVERAGE and result.unknown < MAX_UNKNOWN
+    vector_ok = floor_cosine is not None and cosine is not None and cosine >= floor_cosine
+    if result.mode == "vector":  # no lexical evidence in this mode: only the cosine floor can refuse
+        lexical_ok, vector_ok = False, floor_cosine is None or vector_ok
+    if reject_cosine is not None and cosine is not None and cosine < reject_cosine:
+        result.weak = True
+        result.weak_reason = f"bester Kosinus {cosine:.3f} < {reject_cosine} (Frage passt zu keinem Chunk)"
+    elif not (lexical_ok or vector_ok):
+        result.weak = True
+        result.weak_reason = (f"bester Treffer deckt {result.coverage:.0%} der Frage ab (mindestens "
+                              f"{MIN_COVERAGE:.0%}), {result.unknown:.0%} der Frage kommen im Wiki nicht vor "
+                              f"(höchstens {MAX_UNKNOWN:.0%})")
+        if floor_cosine is not None and cosine is not None:
+            result.weak_reason += f", bester Kosinus {cosine:.3f} < {floor_cosine}"
+    return result
+
+
+# Measured with `evaluate.py --tune` on eval/questions.jsonl (README "Suchqualität"), per embedding model.
+MEASURED = {
+    "gemma-3-270m-q4_k_m.gguf": {"vector_weight": 0.01, "floor_cosine": 0.956},
+    "multilingual-e5-small-q4_0.gguf": {"vector_weight": 1.0, "floor_cosine": 0.862, "reject_cosine": 0.85},
+}
+
+
+def index_settings(meta, vector_weight=None, floor_cosine=None, reject_cosine=None):
+    """(vector weight, cosine floor, cosine reject) for an index: the given value, else the one stored
+    in the index by `evaluate.py --tune --store`, else the measured one for its model (MEASURED), else
+    the default (VECTOR_WEIGHT, no cosine thresholds).
+
+    Example: index_settings({"embed_model": "gemma-3-270m-q4_k_m.gguf"}) -> (0.01, 0.956, None)
+    """
+    measured = MEASURED.get(meta.get("embed_model"), {})
+    if vector_weight is None:
+        vector_weight = float(meta.get("vector_weight") or measured.get("vector_weight", VECTOR_WEIGHT))
+
+    def threshold(given, key):
+        if given is not None:
+            return given
+        if key in meta:  # stored by --tune --store; "" = measured: none helps
+            return float(meta[key]) if meta[key] else None
+        return measured.get(key)
+
+    return vector_weight, threshold(floor_cosine, "floor_cosine"), threshold(reject_cosine, "reject_cosine")
+
+
+def retrieve(index, question, qvec, mode="hybrid", top_k=4, max_per_file=MAX_PER_FILE, floor_cosine=None,
+             vector_weight=VECTOR_WEIGHT, comparable=COMPARABLE, reject_cosine=None, under=None, ann=None, capped=True):
+    """Rank the chunks for a question. qvec may be None in lexical mode.
+
+    index: a store (rag/store/sqlite.py; a bare sqlite3 connection works too).
+    under: only chunks of pages below this folder ("mail/"); the word weights stay the whole index's.
+    ann: None = the store decides by size, True = HNSW preselection (PostgreSQL), False = exact.
+    capped=False: every candidate in rank order, no per-file cap, no top_k, no cosine filled in (retrieve_fused).
+    """
+    assert mode in MODES, mode
+    index = store.as_store(index)
+    fetch = max(FETCH, top_k * max_per_file * 4)
+    vocab = index.vocab()
+    terms = german.query_terms(question, vocab)
+    result = Retrieval([], mode, query_text=" ".join(german.index_text(question, vocab).split()), under=folder(under))
+    allowed = folder_ids(index, result.under) if result.under else None
+    result.terms, result.weights, result.vocab = terms, [1.0] * len(terms), vocab
+    rankings = {}
+    if mode in ("hybrid", "lexical") and index.has_lexical():
+        rankings["lexical"], result.strategy, weights = lexical_ranking(index, terms, fetch, allowed)
+        result.weights = weights
+        if rankings["lexical"]:
+            result.coverage = covered(chunk_tokens(index, rankings["lexical"][0][1]), terms, weights)
+        top_weight = math.log((store_size(index) + 0.5) / 0.5 + 1)
+        result.unknown = sum(w for w in weights if w >= top_weight - 1e-9) / (sum(weights) or 1.0)
+    cosines = {}
+    if mode in ("hybrid", "vector") and qvec is not None:
+        qvec = normalise(qvec)
+        if allowed is None:
+            found = index.vector_scan(qvec, fetch, ann)
+        else:  # filtered below: rank all of them, exactly (an HNSW preselection holds at most 1,000)
+            found = index.vector_scan(qvec, index.count(), False if index.kind == "postgres" else None)
+        rankings["vector"] = found.ranking
+        result.scan, result.scan_processes, result.scan_candidates = found.method, found.processes, found.candidates
+        if allowed is not None:
+            rankings["vector"] = [(s, i) for s, i in rankings["vector"] if i in allowed][:fetch]
+        cosines = {doc_id: s for s, doc_id in rankings["vector"]}
+        result.best_cosine = rankings["vector"][0][0] if rankings["vector"] else None
+    if mode == "hybrid":
+        scores = fuse(rankings, {"lexical": LEXICAL_WEIGHT, "vector": vector_weight})
+    else:
+        scores = {doc_id: s for s, doc_id in rankings.get(mode, [])}
+    sources = load_sources(index, scores)
+    for name, ranking in rankings.items():
+        for rank, (_, doc_id) in enumerate(ranking, start=1):
+            sources[doc_id].ranks[name] = rank
+    for doc_id, source in sources.items():
+        source.score = scores[doc_id]
+        source.cosine = cosines.get(doc_id)
+    if mode == "hybrid":
+        ordered = sorted(sources.values(), key=lambda s: (-s.score, s.path, s.chunk_index))
+    else:  # the mode's own order (the lexical cascade is not sorted by BM25 alone)
+        ordered = [sources[doc_id] for _, doc_id in rankings.get(mode, [])]
+    result.sources = cap_per_file(ordered, top_k, max_per_file, comparable) if capped else ordered
+    if capped and qvec is not None and mode == "hybrid":  # cosine for the final sources even if outside the vector top
+        missing = index.similarities(qvec, [s.doc_id for s in result.sources if s.cosine is None])
+        for source in result.sources:
+            if source.cosine is None:
+                source.cosine = missing.get(source.doc_id)
+    return judge(result, floor_cosine, reject_cosine)
