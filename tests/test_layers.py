@@ -1,0 +1,117 @@
+"""The rooms of rag/ and their order, as a contract: every import inside rag/ points to the same room or a
+lower one, and no module imports itself back through others (no cycles).
+
+    LAYERS: a room may import rooms listed before it, never after it.
+
+Read with `ast`, so lazy imports inside functions count too. Does not handle: `importlib` by name.
+"""
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+RAG = ROOT / "rag"
+
+LAYERS = [  # lowest first; a module imports only from its own room or the rooms above it in this list
+    "config",   # paths, URLs, environment variables
+    "text",     # German folding, the sentence splitter, instruction and credential flags
+    "privacy",  # personal data: check digits, names, addresses, masking
+    "store",    # SQLite and PostgreSQL behind one interface, the packed vectors
+    "models",   # HTTP client, embeddings, the answer server, starting llama.cpp
+    "ingest",   # files to pages to chunks, the formats, the indexing run
+    "search",   # ranking, expansion, follow-ups
+    "answer",   # prompt, context, checks, audit
+    "core",     # the question pipeline
+    "doors",    # terminal, flags, web page, OpenAI API, MCP
+]
+
+
+def module_name(path):
+    """rag/store/sqlite.py -> "rag.store.sqlite"; rag/store/__init__.py -> "rag.store"."""
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def room(name):
+    """"rag.store.sqlite" -> "store"; "rag.core" -> "core"; "rag" -> None."""
+    parts = name.split(".")
+    return parts[1] if len(parts) > 1 else None
+
+
+def imports(path):
+    """The rag modules a file imports: `from rag.text import german` -> {"rag.text.german"}."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    package = module_name(path) if path.name == "__init__.py" else module_name(path).rpartition(".")[0]
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names if alias.name.startswith("rag"))
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join(anchor + ([base] if base else []))
+            if not base.startswith("rag"):
+                continue
+            for alias in node.names:
+                candidate = f"{base}.{alias.name}"
+                found.add(candidate if candidate in MODULES else base)
+    return found
+
+
+MODULES = {module_name(p): p for p in RAG.rglob("*.py")}
+GRAPH = {name: imports(path) for name, path in MODULES.items()}
+
+
+def test_every_room_is_in_the_contract():
+    rooms = {room(name) for name in MODULES} - {None}
+    assert rooms <= set(LAYERS), f"rooms not in LAYERS: {sorted(rooms - set(LAYERS))}"
+
+
+def test_imports_point_down():
+    wrong = []
+    for name, targets in sorted(GRAPH.items()):
+        if room(name) is None:
+            continue
+        for target in sorted(targets):
+            if room(target) is None:
+                wrong.append(f"{name} -> {target} (rag/__init__ is the map and imports nothing)")
+            elif LAYERS.index(room(target)) > LAYERS.index(room(name)):
+                wrong.append(f"{name} ({room(name)}) -> {target} ({room(target)})")
+    assert wrong == []
+
+
+def test_no_import_cycles():
+    cycles = []
+    state = {}
+
+    def visit(name, path):
+        state[name] = "open"
+        for target in sorted(GRAPH.get(name, ())):
+            if state.get(target) == "open":
+                cycles.append(" -> ".join(path[path.index(target):] + [target]))
+            elif target not in state:
+                visit(target, path + [target])
+        state[name] = "done"
+
+    for name in sorted(GRAPH):
+        if name not in state:
+            visit(name, [name])
+    assert cycles == []
+
+
+def test_the_map_names_every_room():
+    text = (RAG / "__init__.py").read_text(encoding="utf-8")
+    assert [r for r in LAYERS if f"{r}" not in text] == []
+
+
+def test_scripts_bench_and_eval_import_rag_never_a_script():
+    scripts = {"build_index", "ask_rag", "evaluate"}
+    wrong = []
+    for folder in ("bench", "eval", "tests", "scripts", "rag"):
+        for path in (ROOT / folder).rglob("*.py"):
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+            for node in ast.walk(tree):
+                names = [a.name for a in node.names] if isinstance(node, ast.Import) else (
+                    [node.module] if isinstance(node, ast.ImportFrom) and node.module else [])
+                wrong += [f"{path.relative_to(ROOT)}: {n}" for n in names if n.split(".")[0] in scripts]
+    assert wrong == []
