@@ -37,9 +37,9 @@ from pathlib import Path
 import common
 from common import ROOT
 
-import build_index  # noqa: E402  (common puts ROOT on sys.path)
-from rag import config
+from rag import config  # noqa: E402  (common puts ROOT on sys.path)
 from rag.answer import prompt as answer
+from rag.ingest.pages import find_pages
 from rag.models import embed_binary as embedder
 from rag.models.server_process import ServerProcess  # noqa: E402
 from rag.search import ranking as search
@@ -54,6 +54,7 @@ GOAL_WHOLE_S = 20.0  # issue #10, 2 cores: whole answer ≤ 20 s median
 
 
 def items(limit):
+    """The first `limit` lines of eval/questions.jsonl. Example: items(1) -> [{"question": "…", "expected": […]}]"""
     with open(ROOT / "eval" / "questions.jsonl", encoding="utf-8") as f:
         return [json.loads(line) for line in f if line.strip()][:limit]
 
@@ -63,7 +64,7 @@ def copy_wiki(source, target, pages, first=()):
 
     A smaller wiki keeps the pages that answer the questions asked, so the answerability check
     (rag/answer/answerable.py) lets them through and the model answers, as on the whole wiki."""
-    found = build_index.find_pages(Path(source))
+    found = find_pages(Path(source))
     for rel in ([p for p in found if p in set(first)] + [p for p in found if p not in set(first)])[:pages]:
         (target / rel).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(Path(source) / rel, target / rel)
@@ -128,7 +129,7 @@ def question_embedding(binary, model, question, repeat):
     return {name: common.median(times) for name, times in runs.items()}
 
 
-def main():
+def parse_args():
     parser = argparse.ArgumentParser(
         description="Misst die Wartezeit bis zum ersten Antwort-Token, Schritt für Schritt.")
     parser.add_argument("--wiki", default=str(ROOT / "wiki"), help="Wiki-Ordner (Standard: wiki/ des Projekts)")
@@ -145,11 +146,28 @@ def main():
                              f"(Standard: {EMBED_REPEAT}; 0 = keine)")
     parser.add_argument("--top-k", type=int, help="Chunks im Prompt (an ask_rag.py; Standard: dessen Standard)")
     parser.add_argument("--json", action="store_true", help="genau ein JSON-Objekt ausgeben")
-    args = parser.parse_args()
-    common.require_llama(args)
-    info = common.machine()
-    chosen = items(args.questions)
-    asked = [item["question"] for item in chosen]
+    return parser.parse_args()
+
+
+def ask_one(question, args, db, audit, env):
+    """One ask_rag.py process against the running server: its times, split by the audit log's timings."""
+    cmd = [sys.executable, str(ROOT / "ask_rag.py"), "--db", db, "--no-floor", "--audit", str(audit),
+           "--max-tokens", str(args.max_tokens), *(["--top-k", str(args.top_k)] if args.top_k else []),
+           question]
+    total, whole = until_first_byte(cmd, env)
+    entry = json.loads(audit.read_text(encoding="utf-8").splitlines()[-1])
+    t = entry["timings"]
+    print(f"  {total:.2f} s / {whole:.2f} s: {question}", file=sys.stderr, flush=True)
+    return {"question": question, "until_first_token_s": total, "whole_answer_s": whole,
+            "predicted_n": t.get("predicted_n"), "embed_s": t["embed_s"],
+            "retrieve_s": t["retrieve_s"], "first_token_s": t.get("first_token_s"),
+            "prompt_n": t.get("prompt_n"), "prompt_ms": t.get("prompt_ms"),
+            "prompt_build_s": prompt_seconds(db, question, entry["chunks"]),
+            "rest_s": total - t["embed_s"] - t["retrieve_s"] - (t.get("first_token_s") or 0)}
+
+
+def measure(args, chosen, asked):
+    """(build run, Python start seconds, one row per question) on a copy of the wiki with its own index."""
     with tempfile.TemporaryDirectory(prefix="rag-bench-ask-") as tmp:
         tmp = Path(tmp)
         answering = [e["file"] for item in chosen for e in item.get("expected", [])]
@@ -160,29 +178,43 @@ def main():
         build = common.measure([sys.executable, str(ROOT / "build_index.py"), "--rebuild", "--quiet",
                                 "--wiki", str(wiki), "--db", db], env=env)
         start_s = common.median([common.measure(
-            [sys.executable, "-c", f"import sys; sys.path.insert(0, {str(ROOT)!r}); import ask_rag, rag.llm"]).seconds
-            for _ in range(3)])
-        rows = []
+            [sys.executable, "-c", f"import sys; sys.path.insert(0, {str(ROOT)!r}); import ask_rag, rag.models.llm"]
+        ).seconds for _ in range(3)])
         print("  llama-server starten …", file=sys.stderr, flush=True)
         with ServerProcess(model=args.llm_model, binary=args.server_bin) as server:
-            for question in asked:
-                cmd = [sys.executable, str(ROOT / "ask_rag.py"), "--db", db, "--no-floor", "--audit", str(audit),
-                       "--max-tokens", str(args.max_tokens), *(["--top-k", str(args.top_k)] if args.top_k else []),
-                       question]
-                total, whole = until_first_byte(cmd, {**env, "LLAMA_SERVER_URL": server.url})
-                entry = json.loads(audit.read_text(encoding="utf-8").splitlines()[-1])
-                t = entry["timings"]
-                rows.append({"question": question, "until_first_token_s": total, "whole_answer_s": whole,
-                             "predicted_n": t.get("predicted_n"), "embed_s": t["embed_s"],
-                             "retrieve_s": t["retrieve_s"], "first_token_s": t.get("first_token_s"),
-                             "prompt_n": t.get("prompt_n"), "prompt_ms": t.get("prompt_ms"),
-                             "prompt_build_s": prompt_seconds(db, question, entry["chunks"]),
-                             "rest_s": total - t["embed_s"] - t["retrieve_s"] - (t.get("first_token_s") or 0)})
-                print(f"  {total:.2f} s / {whole:.2f} s: {question}", file=sys.stderr, flush=True)
+            rows = [ask_one(question, args, db, audit, {**env, "LLAMA_SERVER_URL": server.url}) for question in asked]
+    return build, start_s, rows
+
+
+def medians(rows, start_s):
+    """The median of every step over the questions, plus the Python start and embedding + retrieval."""
     med = {k: common.median([r[k] for r in rows if r.get(k) is not None])
-           for k in ("until_first_token_s", "whole_answer_s", "predicted_n", "embed_s", "retrieve_s", "first_token_s", "prompt_n", "prompt_ms",
-                     "prompt_build_s", "rest_s")}
+           for k in ("until_first_token_s", "whole_answer_s", "predicted_n", "embed_s", "retrieve_s", "first_token_s",
+                     "prompt_n", "prompt_ms", "prompt_build_s", "rest_s")}
     med["start_s"] = start_s
+    return med
+
+
+def goals(med):
+    """Issue #10's three goals on the medians."""
+    return [{"goal": f"question embedding + retrieval < {GOAL_EMBED_RETRIEVE_S} s (median)",
+             "met": med["embed_plus_retrieve_s"] < GOAL_EMBED_RETRIEVE_S,
+             "value": round(med["embed_plus_retrieve_s"], 3)},
+            {"goal": f"first answer token ≤ {GOAL_FIRST_TOKEN_S:.0f} s (median, whole process)",
+             "met": med["until_first_token_s"] <= GOAL_FIRST_TOKEN_S,
+             "value": round(med["until_first_token_s"], 3)},
+            {"goal": f"whole answer ≤ {GOAL_WHOLE_S:.0f} s (median, whole process)",
+             "met": med["whole_answer_s"] <= GOAL_WHOLE_S, "value": round(med["whole_answer_s"], 3)}]
+
+
+def main():
+    args = parse_args()
+    common.require_llama(args)
+    info = common.machine()
+    chosen = items(args.questions)
+    asked = [item["question"] for item in chosen]
+    build, start_s, rows = measure(args, chosen, asked)
+    med = medians(rows, start_s)
     bare = question_embedding(args.embedding_bin, args.model, asked[0], args.embed_repeat) if args.embed_repeat else {}
     med["embed_plus_retrieve_s"] = common.median([r["embed_s"] + r["retrieve_s"] for r in rows])
     info["loadavg_end"] = common.loadavg()
@@ -191,16 +223,8 @@ def main():
                          "embed_repeat": args.embed_repeat,
                          "model": args.model, "llm_model": args.llm_model, "top_k": args.top_k},
               "build_s": build.seconds, "median": med, "questions": rows, "question_embedding_s": bare,
-              "goals": [{"goal": f"question embedding + retrieval < {GOAL_EMBED_RETRIEVE_S} s (median)",
-                         "met": med["embed_plus_retrieve_s"] < GOAL_EMBED_RETRIEVE_S,
-                         "value": round(med["embed_plus_retrieve_s"], 3)},
-                        {"goal": f"first answer token ≤ {GOAL_FIRST_TOKEN_S:.0f} s (median, whole process)",
-                         "met": med["until_first_token_s"] <= GOAL_FIRST_TOKEN_S,
-                         "value": round(med["until_first_token_s"], 3)},
-                        {"goal": f"whole answer ≤ {GOAL_WHOLE_S:.0f} s (median, whole process)",
-                         "met": med["whole_answer_s"] <= GOAL_WHOLE_S, "value": round(med["whole_answer_s"], 3)}]}
+              "goals": goals(med)}
     common.emit(args, report, render(report))
-
 
 def render(report):
     m = report["median"]

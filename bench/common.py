@@ -163,7 +163,17 @@ def require(*paths):
             raise SystemExit(f"Fehler: {what} nicht gefunden ({path}) – einrichten mit: python3 scripts/setup_llama.py")
 
 
+def build_quietly(env, timeout=1800):
+    """build_index.py --quiet with `env` (RAG_WIKI, RAG_DB, …); one German line with the end of stderr if it fails."""
+    print("  Index bauen …", file=sys.stderr, flush=True)
+    built = subprocess.run([sys.executable, str(ROOT / "build_index.py"), "--quiet"], cwd=ROOT, env=env,
+                           capture_output=True, text=True, timeout=timeout)
+    if built.returncode != 0:
+        raise SystemExit(f"Fehler: build_index.py scheiterte: {built.stderr.strip()[-300:]}")
+
+
 def median(values):
+    """Example: median([3, 1, 2]) -> 2; median([]) -> None"""
     return statistics.median(values) if values else None
 
 

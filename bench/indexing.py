@@ -13,9 +13,10 @@ model's passage prefix included), so they produce the same vectors; "max 1−cos
   post       one llama-embedding process per chunk (bench/post_way.py), on the first --post-limit
              chunks: the model is loaded once per chunk, so tokens/s is about the same on any subset
   project    build_index.py's default (--embed-via auto = spawn): one llama-server --embeddings for
-             the run (ServerProcess.for_indexing), build_index.BATCH chunks per /v1/embeddings request;
-             the time includes starting the server and loading the model (the fastest of REPEAT runs)
-  binary     rag/embedder.embed_texts in batches of build_index.BATCH (--embed-via binary, the post's
+             the run (ServerProcess.for_indexing), BATCH (rag/ingest/embed_chunks.py) chunks per
+             /v1/embeddings request; the time includes starting the server and loading the model
+             (the fastest of REPEAT runs)
+  binary     rag/models/embed_binary.embed_texts in batches of BATCH (--embed-via binary, the post's
              llama-embedding, many chunks per process)
   build      the whole `build_index.py --rebuild --quiet` process (embedding plus SQLite and FTS)
   ceiling    llama-server's prompt processing for the same model and texts, model loaded once, one
@@ -33,44 +34,38 @@ import json
 import os
 import sys
 import tempfile
-import time
 import urllib.error
 import urllib.request
 from pathlib import Path
 
 import common
-import post_way
 from common import ROOT
+from indexing_ways import REPEAT, embed_post, embed_project, embed_spawned, max_deviation, server_sweep, sweep
 
-import build_index  # noqa: E402  (common puts ROOT on sys.path)
-from rag import config
+from rag import config  # noqa: E402  (common puts ROOT on sys.path)
+from rag.ingest import chunking, embed_chunks, formats, pages
 from rag.models import embed_binary as embedder  # noqa: E402
-from rag.models import embed_server as embed_client
 from rag.models import server_process  # noqa: E402
 from rag.models.server_process import ServerProcess  # noqa: E402
 
 POST_LIMIT = 20  # chunks embedded the post's way (each one a process that loads the model)
-REPEAT = 2  # each measurement this often, the fastest counts (other jobs on the machine only ever slow it)
 GOAL_SHARE = 0.8  # project tokens/s at least 80 % of llama-server's prompt processing
 HTTP_TIMEOUT = 600  # seconds per request to llama-server
-SWEEP_CTX = (512, 1024, 2048, 4096)  # -c/-b/-ub tried by --tune (RAM grows ~2 MB per token of -c)
 EMBEDDINGS_PER_REQUEST = 16  # texts per /v1/embeddings request (--embeddings-endpoint)
 GOAL_E5_FACTOR = 3.0  # the default model (multilingual-e5-small) at least 3x faster than Gemma 3 270M (--compare)
-SWEEP_PARALLEL = (1, 2, 4, 8)  # -np tried by --tune-server
-SWEEP_PER_REQUEST = (16, 64, 256)  # texts per /v1/embeddings request tried by --tune-server
 
 
 # -- texts and tokens ------------------------------------------------------------------------------
 def wiki_texts(wiki, limit=None):
     """What build_index.py embeds for wiki/, in its order: heading path + blank line + content."""
     texts = []
-    for rel in build_index.find_pages(Path(wiki)):
-        text, _ = build_index.read_page(Path(wiki) / rel, rel)
+    for rel in pages.find_pages(Path(wiki)):
+        text, _ = pages.read_page(Path(wiki) / rel, rel)
         if isinstance(text, bytes):  # PDF, HTML, Word: Markdown first, as build_index.py does
-            text, _ = build_index.convert_page(rel, text, build_index.formats.default_pdftotext(), set())
+            text, _ = pages.convert_page(rel, text, formats.default_pdftotext(), set())
         if text is None:
             continue
-        texts += [build_index.embedded_text(h, c) for h, c in build_index.chunk_page(text)]
+        texts += [chunking.embedded_text(h, c) for h, c in chunking.chunk_page(text)]
     return texts[:limit] if limit else texts
 
 
@@ -145,136 +140,34 @@ def embeddings_endpoint_rate(model, binary, texts, tokens, threads, repeat):
     return sum(tokens) / seconds
 
 
-# -- the ways to embed -----------------------------------------------------------------------------
-def embed_post(texts, binary, model):
-    return [post_way.embed(t, binary, model) for t in texts]
-
-
-def embed_project(texts, binary, model, batch=build_index.BATCH, threads=None):
-    """--embed-via binary: llama-embedding processes of `batch` texts."""
-    out = []
-    for start in range(0, len(texts), batch):
-        out += embedder.embed_texts(texts[start:start + batch], binary, model, threads=threads)
-    return out
-
-
-def embed_spawned(texts, server_bin, model, batch=build_index.BATCH, threads=None, parallel=None):
-    """--embed-via spawn, as build_index.py does it: start the indexing server (counted), `batch`
-    texts per request, stop it."""
-    parallel = parallel or server_process.INDEX_PARALLEL
-    server = ServerProcess.for_indexing(model, server_bin, texts, threads=threads, parallel=parallel).start()
-    try:
-        return [v for start in range(0, len(texts), batch)
-                for v in embed_client.embed_fitted(texts[start:start + batch], server.url)]
-    finally:
-        server.stop()
-
-
-def embed_tuned(texts, binary, model, batch, ctx=None, ubatch=None, threads=None, warmup=None, fit=True, peaks=None):
-    """Like embed_project, with -c/-b (ctx; None = the project's context_size), -ub, -t, the warm-up
-    (None: as rag/models/embed_binary.py has it; True/False: on/off) and -fit off.
-
-    `peaks` (a list) collects each process's peak RSS in MB.
-    """
-    out = []
-    for start in range(0, len(texts), batch):
-        part = texts[start:start + batch]
-        n_ctx = ctx or embedder.context_size(part)
-        with tempfile.NamedTemporaryFile("w", encoding="utf-8", suffix=".txt", delete=False) as f:
-            f.write(embedder.SEPARATOR.join(part))
-        try:
-            cmd = embedder.build_command(binary, model, f.name, n_ctx, threads)
-            cmd[cmd.index("-ub") + 1] = str(ubatch or n_ctx)
-            if warmup is not None:
-                cmd = [c for c in cmd if c not in ("--warmup", "--no-warmup")]
-                cmd.append("--warmup" if warmup else "--no-warmup")
-            cmd += [] if fit else ["-fit", "off"]
-            result = common.measure(cmd, timeout=embedder.DEFAULT_TIMEOUT + 2 * len(part))
-            if peaks is not None:
-                peaks.append(result.peak_mb)
-        finally:
-            os.unlink(f.name)
-        out += embedder.parse_output(result.stdout, len(part))
-    return out
-
-
-def max_deviation(vectors, reference):
-    """Largest |1 − cosine| between matching vectors (all are L2-normalised). Example: same -> 0.0"""
-    return max(abs(1 - sum(a * b for a, b in zip(v, r))) for v, r in zip(vectors, reference))
-
-
-def sweep(texts, binary, model, reference, tokens, repeat=REPEAT):
-    """One knob at a time, starting from the project's defaults; each row embeds all texts `repeat`
-    times and keeps the fastest run. Order: texts per process, -c/-b, -ub, -t, --no-warmup, -fit off.
-
-    -c/-b/-ub values below the project's byte bound are tried only where every text's real token
-    count (from llama-server's tokenizer) fits.
-    """
-    rows, total = [], sum(tokens)
-
-    def run(batch, ctx=None, ubatch=None, threads=None, warmup=None, fit=True):
-        knobs = {"batch": batch, "ctx": ctx, "ubatch": ubatch, "threads": threads, "warmup": warmup, "fit": fit}
-        label = (f"batch {batch}, -c/-b {ctx or 'auto'}" + (f", -ub {ubatch}" if ubatch else "")
-                 + (f", -t {threads}" if threads else "")
-                 + ("" if warmup is None else ", mit Warm-up" if warmup else ", --no-warmup")
-                 + ("" if fit else ", -fit off"))
-        peaks, runs = [], []
-        for _ in range(repeat):
-            seconds, vectors = common.timed(embed_tuned, texts, binary, model, batch, ctx, ubatch, threads, warmup,
-                                            fit, peaks)
-            runs.append(seconds)
-        rows.append({"setting": label, "knobs": knobs, "seconds": min(runs), "runs": runs,
-                     "tokens_per_s": total / min(runs), "processes": len(peaks) // repeat, "peak_mb": max(peaks),
-                     "max_1_minus_cos": max_deviation(vectors, reference)})
-        print(f"  {label}: {' / '.join(f'{r:.1f}' for r in runs)} s, {max(peaks):.0f} MB", file=sys.stderr, flush=True)
-
-    def best():
-        return min(rows, key=lambda r: r["seconds"])["knobs"]
-
-    n = len(texts)
-    for batch in sorted({min(b, n) for b in (16, 64, n)}):
-        run(batch)
-    batch = best()["batch"]
-    for ctx in SWEEP_CTX:
-        if ctx >= max(tokens):
-            run(batch, ctx)
-    ctx = best()["ctx"]
-    if ctx:
-        run(batch, ctx, ubatch=ctx // 2)  # a smaller physical batch
-    run(batch, ctx, threads=1)  # default: llama.cpp's choice (all cores here)
-    threads = best()["threads"]
-    project_warmup = "--no-warmup" not in embedder.build_command("b", "m", "f", 512)
-    run(batch, ctx, threads=threads, warmup=not project_warmup)  # the other way than rag/models/embed_binary.py
-    run(batch, ctx, threads=threads, warmup=best()["warmup"], fit=False)
-    return rows
-
-
-def server_sweep(texts, server_bin, model, reference, tokens, threads, repeat=REPEAT):
-    """The spawned server, one knob at a time: -np (SWEEP_PARALLEL), then texts per request at the best -np.
-    Each row embeds all texts `repeat` times (server start included) and keeps the fastest run."""
-    rows, total = [], sum(tokens)
-
-    def run(parallel, batch):
-        runs = []
-        for _ in range(repeat):
-            seconds, vectors = common.timed(embed_spawned, texts, server_bin, model, batch, threads, parallel)
-            runs.append(seconds)
-        rows.append({"setting": f"-np {parallel}, {batch} Texte je Anfrage", "knobs": (parallel, batch),
-                     "seconds": min(runs), "runs": runs, "tokens_per_s": total / min(runs), "processes": 1,
-                     "peak_mb": None, "max_1_minus_cos": max_deviation(vectors, reference)})
-        print(f"  Server -np {parallel}, {batch} je Anfrage: {' / '.join(f'{r:.1f}' for r in runs)} s",
-              file=sys.stderr, flush=True)
-
-    for parallel in SWEEP_PARALLEL:
-        run(parallel, build_index.BATCH)
-    parallel = min(rows, key=lambda r: r["seconds"])["knobs"][0]
-    for batch in SWEEP_PER_REQUEST:
-        if batch != build_index.BATCH:
-            run(parallel, batch)
-    return rows
-
-
 # -- one model -------------------------------------------------------------------------------------
+def time_ways(name, model, texts, args, post_n):
+    """([(seconds, vectors)] of the project's way, the same of llama-embedding batches, (seconds, vectors)
+    of the post's way on the first post_n texts, or (None, None)); the first two interleaved, args.repeat times."""
+    project_runs, binary_runs = [], []
+    for _ in range(args.repeat):  # interleaved: a busy minute slows both ways, not one
+        print(f"  {name}: Projekt (llama-server für den Lauf) …", file=sys.stderr, flush=True)
+        project_runs.append(common.timed(embed_spawned, texts, args.server_bin, model))
+        print(f"  {name}: llama-embedding-Batches …", file=sys.stderr, flush=True)
+        binary_runs.append(common.timed(embed_project, texts, args.embedding_bin, model))
+    if not post_n:
+        return project_runs, binary_runs, (None, None)
+    print(f"  {name}: Post: {post_n} Prozesse …", file=sys.stderr, flush=True)
+    return project_runs, binary_runs, common.timed(embed_post, texts[:post_n], args.embedding_bin, model)
+
+
+def measure_build(name, model, args, total):
+    """The whole `build_index.py --rebuild --quiet` process on args.wiki: seconds, tokens/s, peak RSS."""
+    print(f"  {name}: build_index.py --rebuild …", file=sys.stderr, flush=True)
+    with tempfile.TemporaryDirectory(prefix="rag-bench-indexing-") as tmp:
+        env = {**os.environ, "LLAMA_EMBEDDING": args.embedding_bin, "RAG_EMBED_MODEL": model}
+        run = common.measure([sys.executable, str(ROOT / "build_index.py"), "--rebuild", "--quiet", "--wiki",
+                              args.wiki, "--db", os.path.join(tmp, "knowledge.db")], env=env)
+    if run.returncode != 0:
+        raise SystemExit(f"Fehler: build_index.py scheiterte: {run.stderr.strip()[-300:]}")
+    return dict(build_s=run.seconds, build_tokens_per_s=total / run.seconds, build_peak_mb=run.peak_mb)
+
+
 def measure_model(model, raw_texts, args, threads, post_n, first=True):
     """All ways for one model; returns the results dict (tokens/s, shares, vectors compared).
     The post's way and the sweeps (--tune, --tune-server) only for the `first` model."""
@@ -285,18 +178,9 @@ def measure_model(model, raw_texts, args, threads, post_n, first=True):
           f"{'Encoder' if encoder else 'Decoder'}) …", file=sys.stderr, flush=True)
     tokens, first_pass = ceiling_pass(model, args.server_bin, texts, threads, encoder)
     total = sum(tokens)
-    project_runs, binary_runs = [], []
-    for _ in range(args.repeat):  # interleaved: a busy minute slows both ways, not one
-        print(f"  {name}: Projekt (llama-server für den Lauf) …", file=sys.stderr, flush=True)
-        project_runs.append(common.timed(embed_spawned, texts, args.server_bin, model))
-        print(f"  {name}: llama-embedding-Batches …", file=sys.stderr, flush=True)
-        binary_runs.append(common.timed(embed_project, texts, args.embedding_bin, model))
+    project_runs, binary_runs, (post_s, post_vectors) = time_ways(name, model, texts, args, post_n)
     project_s, project_vectors = min(project_runs, key=lambda run: run[0])
     binary_s, binary_vectors = min(binary_runs, key=lambda run: run[0])
-    post_s = post_vectors = None
-    if post_n:
-        print(f"  {name}: Post: {post_n} Prozesse …", file=sys.stderr, flush=True)
-        post_s, post_vectors = common.timed(embed_post, texts[:post_n], args.embedding_bin, model)
     passes = [first_pass]
     if args.repeat > 1:
         print(f"  {name}: llama-server: Obergrenze ein zweites Mal …", file=sys.stderr, flush=True)
@@ -309,10 +193,10 @@ def measure_model(model, raw_texts, args, threads, post_n, first=True):
                "server_embeddings_tokens_per_s": None, "server_threads": threads,
                "post_chunks": post_n, "post_s": post_s, "post_tokens_per_s": post_tps,
                "post_estimate_all_s": total / post_tps if post_tps else None,
-               "project_batch": build_index.BATCH, "project_parallel": server_process.INDEX_PARALLEL,
+               "project_batch": embed_chunks.BATCH, "project_parallel": server_process.INDEX_PARALLEL,
                "project_processes": 1, "project_s": project_s, "project_runs_s": [run[0] for run in project_runs],
                "project_tokens_per_s": total / project_s, "project_share": total / project_s / ceiling,
-               "binary_processes": -(-len(texts) // build_index.BATCH), "binary_s": binary_s,
+               "binary_processes": -(-len(texts) // embed_chunks.BATCH), "binary_s": binary_s,
                "binary_runs_s": [run[0] for run in binary_runs], "binary_tokens_per_s": total / binary_s,
                "binary_share": total / binary_s / ceiling,
                "project_vs_binary_max_1_minus_cos": max_deviation(project_vectors, binary_vectors),
@@ -323,14 +207,7 @@ def measure_model(model, raw_texts, args, threads, post_n, first=True):
         results["server_embeddings_tokens_per_s"] = embeddings_endpoint_rate(model, args.server_bin, texts, tokens,
                                                                              threads, args.repeat)
     if not args.no_build and not args.limit:
-        print(f"  {name}: build_index.py --rebuild …", file=sys.stderr, flush=True)
-        with tempfile.TemporaryDirectory(prefix="rag-bench-indexing-") as tmp:
-            env = {**os.environ, "LLAMA_EMBEDDING": args.embedding_bin, "RAG_EMBED_MODEL": model}
-            run = common.measure([sys.executable, str(ROOT / "build_index.py"), "--rebuild", "--quiet", "--wiki",
-                                  args.wiki, "--db", os.path.join(tmp, "knowledge.db")], env=env)
-        if run.returncode != 0:
-            raise SystemExit(f"Fehler: build_index.py scheiterte: {run.stderr.strip()[-300:]}")
-        results.update(build_s=run.seconds, build_tokens_per_s=total / run.seconds, build_peak_mb=run.peak_mb)
+        results.update(measure_build(name, model, args, total))
     if args.tune and first:
         results["tuning"] = sweep(texts, args.embedding_bin, model, binary_vectors, tokens, args.repeat)
     if args.tune_server and first:
@@ -400,7 +277,7 @@ def render(report):
     return "\n".join(lines)
 
 
-def main():
+def parse_args():
     parser = argparse.ArgumentParser(description="Misst das Einbetten des Wikis: ein Prozess je Chunk (Blogpost), "
                                                  "llama-embedding-Batches und den llama-server des Projekts, neben "
                                                  "llama-servers Obergrenze.")
@@ -427,7 +304,11 @@ def main():
                         help="llama-server für den Lauf: -np und Texte je Anfrage durchmessen (Minuten; nur das "
                              "erste Modell)")
     parser.add_argument("--json", action="store_true", help="genau ein JSON-Objekt ausgeben")
-    args = parser.parse_args()
+    return parser.parse_args()
+
+
+def models_to_measure(args):
+    """The model of --model, with --compare also Gemma 3 270M; each file must be there, as the binaries."""
     models = [args.model]
     gemma = str(config.cache_model_path())
     if args.compare and os.path.basename(args.model) != os.path.basename(gemma):
@@ -439,6 +320,29 @@ def main():
                              f"einrichten mit: python3 scripts/setup_llama.py")
     if args.repeat < 1:
         raise SystemExit("Fehler: --repeat muss mindestens 1 sein.")
+    return models
+
+
+def goals(results):
+    """The project's share of the ceiling per model; with two models their ratio, and the goal on it."""
+    found, ratio = [], None
+    for r in results:
+        suffix = "" if r is results[0] else f" ({r['model']})"
+        found.append({"goal": f"project >= {GOAL_SHARE:.0%} of llama-server prompt processing{suffix}",
+                      "met": r["project_share"] >= GOAL_SHARE, "value": f"{r['project_share']:.0%}"})
+    if len(results) > 1:
+        fast, slow = results
+        factor = slow["project_s"] / fast["project_s"]
+        ratio = {"fast": fast["model"], "slow": slow["model"], "fast_s": fast["project_s"],
+                 "slow_s": slow["project_s"], "factor": factor}
+        found.append({"goal": f"{fast['model']} >= {GOAL_E5_FACTOR:.0f}x faster than {slow['model']}",
+                      "met": factor >= GOAL_E5_FACTOR, "value": f"{factor:.1f}x"})
+    return found, ratio
+
+
+def main():
+    args = parse_args()
+    models = models_to_measure(args)
     raw_texts = wiki_texts(args.wiki, args.limit)
     if not raw_texts:
         raise SystemExit(f"Fehler: keine Chunks in {args.wiki} – Pfad mit --wiki angeben.")
@@ -448,21 +352,11 @@ def main():
     results = [measure_model(m, raw_texts, args, threads, post_n if i == 0 else 0, i == 0) for i, m in enumerate(models)]
     report = {"benchmark": "indexing", "command": common.command_line(), "machine": info,
               "params": {"wiki": args.wiki, "model": args.model, "models": models, "embedding_bin": args.embedding_bin,
-                         "limit": args.limit, "post_limit": post_n, "batch": build_index.BATCH,
+                         "limit": args.limit, "post_limit": post_n, "batch": embed_chunks.BATCH,
                          "parallel": server_process.INDEX_PARALLEL, "repeat": args.repeat},
               "results": results[0], "models": results, "ratio": None, "tuning": results[0].get("tuning"),
               "best": None, "goals": []}
-    for r in results:
-        suffix = "" if r is results[0] else f" ({r['model']})"
-        report["goals"].append({"goal": f"project >= {GOAL_SHARE:.0%} of llama-server prompt processing{suffix}",
-                                "met": r["project_share"] >= GOAL_SHARE, "value": f"{r['project_share']:.0%}"})
-    if len(results) > 1:
-        fast, slow = results
-        factor = slow["project_s"] / fast["project_s"]
-        report["ratio"] = {"fast": fast["model"], "slow": slow["model"], "fast_s": fast["project_s"],
-                           "slow_s": slow["project_s"], "factor": factor}
-        report["goals"].append({"goal": f"{fast['model']} >= {GOAL_E5_FACTOR:.0f}x faster than {slow['model']}",
-                                "met": factor >= GOAL_E5_FACTOR, "value": f"{factor:.1f}x"})
+    report["goals"], report["ratio"] = goals(results)
     if report["tuning"]:
         report["best"] = max(report["tuning"], key=lambda t: t["tokens_per_s"])
     info["loadavg_end"] = common.loadavg()

@@ -202,7 +202,7 @@ def render(report):
     return "\n".join(lines)
 
 
-def main():
+def parse_args():
     parser = argparse.ArgumentParser(description="Misst viele gleichzeitige Fragen an einen llama-server "
                                                  "(Fragen/min, Zeit bis zum ersten Token und bis zur ganzen Antwort), "
                                                  "während der Index neu gebaut wird.")
@@ -218,52 +218,75 @@ def main():
     parser.add_argument("--no-rebuild", action="store_true", help="ohne build_index.py --rebuild nebenher")
     parser.add_argument("--wiki", default=str(ROOT / "wiki"), help="Wiki-Ordner (Standard: wiki/ des Projekts)")
     parser.add_argument("--json", action="store_true", help="genau ein JSON-Objekt ausgeben")
-    args = parser.parse_args()
-    llm, embed_model = answer_model(args.answer_model), config.default_model()
-    for path, what in ((config.default_server_bin(), "llama-server"), (llm, "Antwortmodell"),
-                       (embed_model, "Embedding-Modell")):
-        if not os.path.isfile(path):
-            raise SystemExit(f"Fehler: {what} nicht gefunden ({path}) – einrichten mit: python3 scripts/setup_llama.py")
+    return parser.parse_args()
+
+
+def check_setup(args, llm, embed_model):
+    """One German line naming the setup command when llama-server or a model is missing, or a count is below 1."""
+    common.require((config.default_server_bin(), "llama-server"), (llm, "Antwortmodell"),
+                   (embed_model, "Embedding-Modell"))
     if args.seconds < 1 or min(args.k) < 1 or min(args.np) < 1:
         raise SystemExit("Fehler: --seconds, --k und --np müssen mindestens 1 sein.")
-    info = common.machine()
+
+
+def build_copy(tmp, wiki, embed_model):
+    """Copy the wiki into tmp and index it there; returns the environment that points at the copy."""
+    shutil.copytree(wiki, os.path.join(tmp, "wiki"))
+    env = {**os.environ, "RAG_WIKI": os.path.join(tmp, "wiki"), "RAG_DB": os.path.join(tmp, "knowledge.db"),
+           "RAG_EMBED_MODEL": embed_model, "RAG_EMBED_VIA": "", "RAG_API_KEY": ""}
+    common.build_quietly(env, REBUILD_TIMEOUT)
+    return env
+
+
+def add_rebuilds(rebuild, loop):
+    """The counts of one RebuildLoop added to the run's (None before the first)."""
+    rebuild = rebuild or {"runs": 0, "failures": 0, "samples": [], "seconds": []}
+    rebuild["runs"] += loop.runs
+    rebuild["failures"] += loop.failures
+    rebuild["samples"] += loop.samples
+    rebuild["seconds"] += loop.seconds
+    return rebuild
+
+
+def measure_np(np_, args, llm, tmp, env, ask_env, pool, results):
+    """One answer server with -np np_: every K in turn, build_index.py --rebuild beside it; returns the loop or None."""
+    with ServerProcess(model=llm, parallel=np_, log_path=os.path.join(tmp, f"server-np{np_}.log")) as server:
+        ask_env["LLAMA_SERVER_URL"] = server.url
+        ask_once(next(pool), ask_env)  # warm-up: page cache, prompt cache
+        loop = RebuildLoop(env) if not args.no_rebuild else None
+        if loop:
+            loop.__enter__()
+        try:
+            for k in args.k:
+                print(f"  -np {np_}, K = {k}: {args.seconds} s …", file=sys.stderr, flush=True)
+                found, wall = run_askers(k, args.seconds, ask_env, pool)
+                results.append(summarize(np_, k, found, wall))
+        finally:
+            if loop:
+                loop.__exit__(None, None, None)
+    return loop
+
+
+def measure(args, llm, embed_model):
+    """(results, rebuild counts or None) over every --np, on a fresh copy of the wiki."""
     with tempfile.TemporaryDirectory(prefix="rag-bench-load-") as tmp:
-        shutil.copytree(args.wiki, os.path.join(tmp, "wiki"))
-        env = {**os.environ, "RAG_WIKI": os.path.join(tmp, "wiki"), "RAG_DB": os.path.join(tmp, "knowledge.db"),
-               "RAG_EMBED_MODEL": embed_model, "RAG_EMBED_VIA": "", "RAG_API_KEY": ""}
-        print("  Index bauen …", file=sys.stderr, flush=True)
-        built = subprocess.run([sys.executable, str(ROOT / "build_index.py"), "--quiet"], cwd=ROOT, env=env,
-                               capture_output=True, text=True, timeout=REBUILD_TIMEOUT)
-        if built.returncode != 0:
-            raise SystemExit(f"Fehler: build_index.py scheiterte: {built.stderr.strip()[-300:]}")
+        env = build_copy(tmp, args.wiki, embed_model)
         pool = itertools.cycle(questions())
         results, rebuild = [], None
         with ServerProcess(model=embed_model, embeddings=True, parallel=EMBED_PARALLEL,
                            log_path=os.path.join(tmp, "embed-server.log")) as embed_server:
             ask_env = {**env, "RAG_EMBED_VIA": "server", "RAG_EMBED_URL": embed_server.url}
             for np_ in args.np:
-                with ServerProcess(model=llm, parallel=np_, log_path=os.path.join(tmp, f"server-np{np_}.log")) as server:
-                    ask_env["LLAMA_SERVER_URL"] = server.url
-                    ask_once(next(pool), ask_env)  # warm-up: page cache, prompt cache
-                    loop = RebuildLoop(env) if not args.no_rebuild else None
-                    if loop:
-                        loop.__enter__()
-                    try:
-                        for k in args.k:
-                            print(f"  -np {np_}, K = {k}: {args.seconds} s …", file=sys.stderr, flush=True)
-                            found, wall = run_askers(k, args.seconds, ask_env, pool)
-                            results.append(summarize(np_, k, found, wall))
-                    finally:
-                        if loop:
-                            loop.__exit__(None, None, None)
-                    if loop:
-                        rebuild = rebuild or {"runs": 0, "failures": 0, "samples": [], "seconds": []}
-                        rebuild["runs"] += loop.runs
-                        rebuild["failures"] += loop.failures
-                        rebuild["samples"] += loop.samples
-                        rebuild["seconds"] += loop.seconds
+                loop = measure_np(np_, args, llm, tmp, env, ask_env, pool, results)
+                if loop:
+                    rebuild = add_rebuilds(rebuild, loop)
     if rebuild:
         rebuild["median_s"] = statistics.median(rebuild["seconds"]) if rebuild["seconds"] else None
+    return results, rebuild
+
+
+def make_report(args, info, llm, embed_model, results, rebuild):
+    """The JSON report with its goals: no reader fails, every rebuild finishes."""
     errors = sum(r["errors"] for r in results)
     report = {"benchmark": "load", "command": common.command_line(), "machine": info,
               "params": {"k": args.k, "np": args.np, "seconds": args.seconds, "answer_model": llm,
@@ -275,9 +298,18 @@ def main():
     if rebuild:
         report["goals"].append({"goal": "every rebuild finishes", "met": rebuild["failures"] == 0 and rebuild["runs"] > 0,
                                 "value": f"{rebuild['runs'] - rebuild['failures']}/{rebuild['runs']}"})
+    return report
+
+
+def main():
+    args = parse_args()
+    llm, embed_model = answer_model(args.answer_model), config.default_model()
+    check_setup(args, llm, embed_model)
+    info = common.machine()
+    results, rebuild = measure(args, llm, embed_model)
+    report = make_report(args, info, llm, embed_model, results, rebuild)
     info["loadavg_end"] = common.loadavg()
     common.emit(args, report, render(report))
-
 
 if __name__ == "__main__":
     main()

@@ -10,7 +10,7 @@ sentence pairs; embedded once with the real multilingual-e5-small, cached). Up t
 store holds real vectors only. Beyond it, every further vector is derived from two real ones:
 normalise(α·a + (1 − α)·b + noise), α uniform in [0.5, 1], noise N(0, NOISE²) per dimension – texts
 "between" two real texts, so the cloud keeps e5's shape (all cosines 0.7–0.95, topics as clusters).
-The README says which sizes are real and which derived. Queries: the questions of
+docs/index-und-postgres.md says which sizes are real and which derived. Queries: the questions of
 eval/questions.jsonl, embedded with "query: " (real e5 query vectors). Exact truth: numpy in float64
 over the stored float32 values, ties by doc id.
 
@@ -48,8 +48,9 @@ import common
 import scale_corpus
 from common import GERMAN_WORDS
 
+from rag import store
 from rag.store import postgres
-from rag.store import sqlite as store
+from rag.store import sqlite_file
 from rag.store import vectors  # noqa: E402  (common puts ROOT on sys.path)
 
 SIZES = (20_000, 200_000, 1_000_000)
@@ -113,10 +114,10 @@ def build_sqlite(path, matrix):
     """The project's SQLite tables for `matrix` (doc ids 1…N), in bulk; returns seconds."""
     import numpy as np
     started = time.monotonic()
-    conn = store.connect(str(path), create=True)
+    conn = sqlite_file.connect(str(path), create=True)
     n, dim = matrix.shape
     with conn:
-        store.write_meta(conn, dim=dim, embed_model="multilingual-e5-small-q4_0.gguf", vocab_dirty=0)
+        sqlite_file.write_meta(conn, dim=dim, embed_model="multilingual-e5-small-q4_0.gguf", vocab_dirty=0)
         rows = ((i, f"seite{(i - 1) // CHUNKS_PER_PAGE}.md", (i - 1) % CHUNKS_PER_PAGE, "Abschnitt", texts_for(i),
                  json.dumps(np.round(matrix[i - 1].astype(np.float64), 7).tolist()), f"h{i}", "[]")
                 for i in range(1, n + 1))

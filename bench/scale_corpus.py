@@ -28,8 +28,8 @@ from pathlib import Path
 import common  # noqa: F401  (puts the repository on sys.path)
 from common import ROOT
 
-import build_index
 from rag import config
+from rag.ingest import chunking, pages
 from rag.models import embed_binary as embedder
 from rag.models import embed_server as embed_client
 from rag.models.server_process import ServerProcess
@@ -43,20 +43,20 @@ MIN_SENTENCE = 25  # shorter pieces (a lone "Schritte:") say little
 def wiki_texts(wiki=ROOT / "wiki"):
     """Distinct German texts from the wiki's Markdown/text pages, in a fixed order."""
     texts = []
-    for rel in build_index.find_pages(wiki):
+    for rel in pages.find_pages(wiki):
         if not rel.endswith((".md", ".txt")):
             continue
-        text, _ = build_index.read_page(wiki / rel, rel)
+        text, _ = pages.read_page(wiki / rel, rel)
         if text is None:
             continue
         sentences = []
-        for heading, content in build_index.chunk_page(text):
-            texts.append(build_index.embedded_text(heading, content))
+        for heading, content in chunking.chunk_page(text):
+            texts.append(chunking.embedded_text(heading, content))
             for piece in SENTENCE.split(content):
                 piece = piece.strip(" -*#>|`")
                 if len(piece) >= MIN_SENTENCE:
                     sentences.append((heading, piece))
-                    texts.append(build_index.embedded_text(heading, piece))
+                    texts.append(chunking.embedded_text(heading, piece))
         for i, (heading, a) in enumerate(sentences):
             for _, b in sentences[i + 1:]:
                 texts.append(f"{heading}\n\n{a} {b}")

@@ -257,7 +257,7 @@ def render(report):
     return "\n".join(lines)
 
 
-def main():
+def parse_args():
     parser = argparse.ArgumentParser(description="Misst die Web-Seite von ask_rag.py --serve: Einbetten+Suche, "
                                                  "Verzögerung des ersten Tokens, viele Clients gleichzeitig.")
     parser.add_argument("--questions", type=int, default=QUESTIONS, help=f"Fragen nacheinander (Standard: {QUESTIONS})")
@@ -268,39 +268,35 @@ def main():
     parser.add_argument("--wiki", default=str(ROOT / "wiki"), help="Wiki-Ordner (Standard: wiki/ des Projekts)")
     parser.add_argument("--json", action="store_true", help="genau ein JSON-Objekt ausgeben")
     args = parser.parse_args()
-    for path, what in ((config.default_server_bin(), "llama-server"), (args.answer_model, "Antwortmodell"),
-                       (config.default_model(), "Embedding-Modell")):
-        if not os.path.isfile(path):
-            raise SystemExit(f"Fehler: {what} nicht gefunden ({path}) – einrichten mit: python3 scripts/setup_llama.py")
+    common.require((config.default_server_bin(), "llama-server"), (args.answer_model, "Antwortmodell"),
+                   (config.default_model(), "Embedding-Modell"))
     if min(args.questions, args.clients, args.np) < 1 or args.questions + 2 * args.clients + 1 > len(questions()):
         raise SystemExit(f"Fehler: --questions, --clients und --np mindestens 1, --questions + 2 × --clients "
                          f"höchstens {len(questions()) - 1}.")
-    info = common.machine()
-    with tempfile.TemporaryDirectory(prefix="rag-bench-web-") as tmp:
-        env = {**os.environ, "RAG_WIKI": args.wiki, "RAG_DB": os.path.join(tmp, "knowledge.db"),
-               "RAG_EMBED_MODEL": config.default_model(), "RAG_EMBED_VIA": "", "RAG_API_KEY": "", "RAG_SERVE_KEY": ""}
-        print("  Index bauen …", file=sys.stderr, flush=True)
-        built = subprocess.run([sys.executable, str(ROOT / "build_index.py"), "--quiet"], cwd=ROOT, env=env,
-                               capture_output=True, text=True, timeout=1800)
-        if built.returncode != 0:
-            raise SystemExit(f"Fehler: build_index.py scheiterte: {built.stderr.strip()[-300:]}")
-        pool = questions()
-        with ServerProcess(model=args.answer_model, parallel=args.np, log_path=os.path.join(tmp, "llm.log")) as llm, \
-                StampProxy(llm.url) as proxy:
-            env["LLAMA_SERVER_URL"] = proxy.url
-            runs = []
-            with Served(env) as served:
-                embedder = next((line.split(": ", 1)[1] for line in served.lines if line.startswith("Frage-Embedder")), "?")
-                ask(served.url, pool[-1])  # warm-up: page cache, the system prompt in llama-server's cache
-                print(f"  {args.questions} Fragen nacheinander …", file=sys.stderr, flush=True)
-                one = one_by_one(served.url, proxy, pool[:args.questions])
-                print(f"  {args.clients} Clients gleichzeitig …", file=sys.stderr, flush=True)
-                fresh = pool[args.questions:]  # questions llama-server has not seen: no prompt from its cache
-                runs.append({"queue": f"{args.np} (Standard)", **at_once(served.url, fresh[:args.clients], args.clients)})
-            with Served(env, "--serve-queue", "0") as served:
-                print(f"  {args.clients} Clients gleichzeitig, keine Warteplätze …", file=sys.stderr, flush=True)
-                runs.append({"queue": 0, **at_once(served.url, fresh[args.clients:2 * args.clients], args.clients)})
+    return args
+
+
+def measure(args, env, pool, proxy):
+    """(embedder named by --serve, part 1 rows, part 2 runs): one by one, then at once with and without a queue."""
+    runs = []
+    with Served(env) as served:
+        embedder = next((line.split(": ", 1)[1] for line in served.lines if line.startswith("Frage-Embedder")), "?")
+        ask(served.url, pool[-1])  # warm-up: page cache, the system prompt in llama-server's cache
+        print(f"  {args.questions} Fragen nacheinander …", file=sys.stderr, flush=True)
+        one = one_by_one(served.url, proxy, pool[:args.questions])
+        print(f"  {args.clients} Clients gleichzeitig …", file=sys.stderr, flush=True)
+        fresh = pool[args.questions:]  # questions llama-server has not seen: no prompt from its cache
+        runs.append({"queue": f"{args.np} (Standard)", **at_once(served.url, fresh[:args.clients], args.clients)})
+    with Served(env, "--serve-queue", "0") as served:
+        print(f"  {args.clients} Clients gleichzeitig, keine Warteplätze …", file=sys.stderr, flush=True)
+        runs.append({"queue": 0, **at_once(served.url, fresh[args.clients:2 * args.clients], args.clients)})
+    return embedder, one, runs
+
+
+def make_report(args, info, embedder, one, runs):
+    """The JSON report: medians of part 1 and the three goals."""
     ok = [r for r in one if not r["error"]]
+
     def med(key):
         values = [r[key] for r in ok if r[key] is not None]
         return statistics.median(values) if values else None
@@ -320,9 +316,23 @@ def main():
         {"goal": f"{args.clients} Clients gleichzeitig: 0 gescheitert", "met": failed == 0,
          "value": "; ".join(f"Warteplätze {r['queue']}: {r['answered']} beantwortet, {r['busy']} „ausgelastet“, "
                             f"{r['failed']} gescheitert" for r in runs)}]
+    return report
+
+
+def main():
+    args = parse_args()
+    info = common.machine()
+    with tempfile.TemporaryDirectory(prefix="rag-bench-web-") as tmp:
+        env = {**os.environ, "RAG_WIKI": args.wiki, "RAG_DB": os.path.join(tmp, "knowledge.db"),
+               "RAG_EMBED_MODEL": config.default_model(), "RAG_EMBED_VIA": "", "RAG_API_KEY": "", "RAG_SERVE_KEY": ""}
+        common.build_quietly(env, 1800)
+        with ServerProcess(model=args.answer_model, parallel=args.np, log_path=os.path.join(tmp, "llm.log")) as llm, \
+                StampProxy(llm.url) as proxy:
+            env["LLAMA_SERVER_URL"] = proxy.url
+            embedder, one, runs = measure(args, env, questions(), proxy)
+    report = make_report(args, info, embedder, one, runs)
     info["loadavg_end"] = common.loadavg()
     common.emit(args, report, render(report))
-
 
 if __name__ == "__main__":
     main()

@@ -2,11 +2,11 @@
 import json, sys
 from pathlib import Path
 sys.path.insert(0, ".")
-import build_index as b
+from rag.ingest import chunking
 
 def chunk(ref):
     path, i = ref.split("#")
-    chunks = b.chunk_page(Path("wiki", path).read_text(encoding="utf-8"))
+    chunks = chunking.chunk_page(Path("wiki", path).read_text(encoding="utf-8"))
     heading, content = chunks[int(i)]
     return {"path": path, "heading": heading, "chunk_index": int(i), "content": content}
 

@@ -105,21 +105,23 @@ def env_str(name, default):
     return os.environ.get(name) or default
 
 
-def env_int(name, default):
+def env_number(name, default, kind, what):
+    """$name read as `kind` (int or float), or `default` when unset; a wrong value is one German line.
+
+    Example: RAG_TOP_K=6 -> env_number("RAG_TOP_K", 4, int, "ganze Zahl") == 6
+    """
     value = os.environ.get(name)
     if not value:
         return default
     try:
-        return int(value)
+        return kind(value)
     except ValueError:
-        raise SystemExit(f"Umgebungsvariable {name}={value!r} ist keine ganze Zahl – bitte korrigieren.")
+        raise SystemExit(f"Umgebungsvariable {name}={value!r} ist keine {what} – bitte korrigieren.")
+
+
+def env_int(name, default):
+    return env_number(name, default, int, "ganze Zahl")
 
 
 def env_float(name, default):
-    value = os.environ.get(name)
-    if not value:
-        return default
-    try:
-        return float(value)
-    except ValueError:
-        raise SystemExit(f"Umgebungsvariable {name}={value!r} ist keine Zahl – bitte korrigieren.")
+    return env_number(name, default, float, "Zahl")

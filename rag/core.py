@@ -1,4 +1,9 @@
-"""The question pipeline, once for every front door: embed → retrieve → mask → guard → prompt → stream → check → audit.
+"""The question pipeline, once for every front door, as numbered steps that ask() calls in order:
+
+    1. embed    the question and its expansions (embed)          5. stream  the answer, screened by the guard (stream)
+    2. rank     search, fuse, the floor (rank)                    6. check   citations, support, facts, guard (check)
+    3. protect  mask personal data (protect)                      7. audit   one JSON line per answer (write_audit)
+    4. prompt   what the model sees, instructions defused (prompt_for, guard.Shield)
 
     for event in ask("Wie lege ich eine Mailbox an?", Settings(db="knowledge.db")):
         if event.kind == "piece":
@@ -28,10 +33,11 @@ from rag.answer import context
 from rag.answer import guard
 from rag.answer import prompt as answer
 from rag.models import embed_binary as embedder
+from rag.models import embed_query
 from rag.privacy import mask as privacy
 from rag.search import expand
 from rag.search import ranking as search
-from rag.store import sqlite as store
+from rag import store
 from rag.text import german
 
 TOP_K = 4  # chunks in the prompt (as in the post)
@@ -146,74 +152,91 @@ def open_index(settings):
 
 
 # -- 1. embed --------------------------------------------------------------------------------------
-def embed_questions(texts, settings, meta):
+def embed(texts, settings, meta, mode, timings):
     """The vectors of the question and its expansions (one call), from the same model as the index
-    (else CoreError naming the rebuild)."""
+    (else CoreError naming the rebuild); [None, …] in lexical mode."""
+    started = time.monotonic()
+    if mode == "lexical":
+        qvecs = [None] * len(texts)
+    else:
+        try:
+            qvecs = embed_query.query_vectors(texts, meta, settings.model, settings.embedding_bin, settings.embed_via,
+                                              settings.embed_url or settings.server, settings.embed_model_name,
+                                              settings.api_key)
+        except embed_query.EmbeddingError as exc:
+            raise CoreError(str(exc))
+    timings["embed_s"] = round(time.monotonic() - started, 3)
+    return qvecs
+
+
+# -- 2. rank ---------------------------------------------------------------------------------------
+def rank(conn, texts, qvecs, searched, settings, meta, mode, question_kind, timings):
+    """The Retrieval: what `searched` adds (rag/search/expand.py) is searched too, the rankings fused; a how-to
+    question gets each source widened to its whole section (search.whole_sections)."""
+    started = time.monotonic()
+    weight, floor, reject = search.index_settings(meta, settings.vector_weight, settings.floor_cosine,
+                                                  settings.reject_cosine)
     try:
-        return embedder.query_vectors(texts, meta, settings.model, settings.embedding_bin, settings.embed_via,
-                                      settings.embed_url or settings.server, settings.embed_model_name, settings.api_key)
-    except embedder.EmbeddingError as exc:
+        result = expand.retrieve(conn, list(zip(texts, qvecs)), searched, settings, mode=mode, top_k=settings.top_k,
+                                 max_per_file=settings.max_per_file, floor_cosine=floor, vector_weight=weight,
+                                 reject_cosine=reject, under=settings.under, ann=settings.ann or None)
+    except store.StoreError as exc:  # e.g. --ann without an HNSW index
         raise CoreError(str(exc))
+    timings["retrieve_s"] = round(time.monotonic() - started, 3)
+    if settings.no_floor:
+        result.weak = False
+    if question_kind == "howto":
+        result.sources = search.whole_sections(conn, result.sources)
+    if qvecs[0] is not None:
+        result.query_prefix = embedder.stored_query_prefix(meta, settings.model)
+    return result
 
 
-# -- 2. retrieve, then mask ------------------------------------------------------------------------
+# -- 3. protect ------------------------------------------------------------------------------------
+def protect(question, result, settings, conn):
+    """(masked question, masker, raw sources): personal data in the question and the sources masked
+    (rag/privacy/mask.py protect, on copies); the raw sources stay for the audit log's hashes."""
+    raw_sources = result.sources  # the audit log hashes the wiki text as it is
+    question, result.sources, masker = privacy.protect(question, result.sources, settings.pii,  # copies
+                                                       settings.pii_kinds, settings.pii_keep)
+    result.pii_kept = masker.readable()
+    if settings.pii == "mask":  # the search text for --explain/--json, from the masked question
+        result.query_text = " ".join(german.index_text(question, conn.vocab()).split())
+    return question, masker, raw_sources
+
+
 def retrieve(question, settings, timings, question_kind="fact", searched=None):
-    """(Retrieval with masked sources, masked question, masker, raw sources, meta).
-
-    A how-to question gets each source widened to its whole section (search.whole_sections); what
-    `searched` adds (rag/search/expand.py) is searched too, the rankings fused."""
+    """Steps 1 to 3 on the open index: (Retrieval with masked sources, masked question, masker, raw sources, meta)."""
     conn, meta, mode = open_index(settings)
     try:
         under = search.folder(settings.under)
         if under and not search.folder_ids(conn, under):
             raise CoreError(f"unter {under} liegt keine Seite im Index – Ordner wie im Wiki angeben, z. B. --under mail/")
-        t0 = time.monotonic()
         texts = expand.texts(question, searched)  # the question, then its expansions
-        qvecs = embed_questions(texts, settings, meta) if mode != "lexical" else [None] * len(texts)
-        timings["embed_s"] = round(time.monotonic() - t0, 3)
-        t1 = time.monotonic()
-        weight, floor, reject = search.index_settings(meta, settings.vector_weight, settings.floor_cosine,
-                                                      settings.reject_cosine)
-        try:
-            result = expand.retrieve(conn, list(zip(texts, qvecs)), searched, settings, mode=mode,
-                                     top_k=settings.top_k, max_per_file=settings.max_per_file, floor_cosine=floor,
-                                     vector_weight=weight, reject_cosine=reject, under=settings.under,
-                                     ann=settings.ann or None)
-        except store.StoreError as exc:  # e.g. --ann without an HNSW index
-            raise CoreError(str(exc))
-        timings["retrieve_s"] = round(time.monotonic() - t1, 3)
-        if settings.no_floor:
-            result.weak = False
-        if question_kind == "howto":
-            result.sources = search.whole_sections(conn, result.sources)
-        if qvecs[0] is not None:
-            result.query_prefix = embedder.stored_query_prefix(meta, settings.model)
-        raw_sources = result.sources  # the audit log hashes the wiki text as it is
-        question, result.sources, masker = privacy.protect(question, result.sources, settings.pii,  # copies
-                                                           settings.pii_kinds, settings.pii_keep)
-        result.pii_kept = masker.readable()
-        if settings.pii == "mask":  # the search text for --explain/--json, from the masked question
-            result.query_text = " ".join(german.index_text(question, conn.vocab()).split())
+        qvecs = embed(texts, settings, meta, mode, timings)
+        result = rank(conn, texts, qvecs, searched, settings, meta, mode, question_kind, timings)
+        question, masker, raw_sources = protect(question, result, settings, conn)
     finally:
         conn.close()
     return result, question, masker, raw_sources, meta
 
 
-# -- 3. prompt, 4. stream --------------------------------------------------------------------------
+# -- 4. prompt -------------------------------------------------------------------------------------
 def prompt_for(question, retrieval, settings, question_kind, chat):
-    """(the prefix the answerability check shares, the whole prompt, the procedure's source number or None)."""
+    """(the prefix the answerability check shares, the whole prompt, the procedure's source number or None);
+    the one prompt builder is rag/answer/prompt.py build_prompt()."""
     texts, procedure = context.select(question, retrieval.sources, retrieval.terms, retrieval.weights,
                                       retrieval.vocab, question_kind, settings.whole_chunks)
     prefix = answer.context_part(question, retrieval.sources, chat, texts)
-    return prefix, prefix + "\n" + (answer.task_text(question_kind, procedure) if chat else "Antwort:"), procedure
+    return prefix, answer.build_prompt(question, retrieval.sources, chat, texts, question_kind, procedure), procedure
 
 
-def generate(question, retrieval, settings, result, shield):
+# -- 5. stream -------------------------------------------------------------------------------------
+def stream(question, retrieval, settings, result, shield):
     """Select the context, check that it answers the question, then ask for the answer; yields the
     prompt and answer events and fills `result` (an Answer)."""
     from rag.answer import answerable
     from rag.models import llm  # imported here: --retrieve-only needs no HTTP library
-    sources = retrieval.sources
     try:
         info = llm.server_info(settings.server, settings.api_key, settings.llm_model_name)
         chat = info["chat_template"] if settings.prompt_format == "auto" else settings.prompt_format == "chat"
@@ -246,7 +269,7 @@ def generate(question, retrieval, settings, result, shield):
         prefill = answer.prefill(result.kind, procedure) if chat and info.get("prefill") else None
         for piece in shield.screen(llm.trimmed(llm.stream_answer(
                 settings.server, result.prompt, chat, max_tokens, llm_timings, api_key=settings.api_key,
-                model_name=settings.llm_model_name, prefill=prefill))):
+                model_name=settings.llm_model_name, prefill=prefill, system=answer.SYSTEM))):
             if not pieces:
                 result.timings["first_token_s"] = round(time.monotonic() - started, 3)
             pieces.append(piece)
@@ -257,7 +280,7 @@ def generate(question, retrieval, settings, result, shield):
     result.text = "".join(pieces)
 
 
-# -- the pipeline ----------------------------------------------------------------------------------
+# -- the pipeline: 1 to 7 in order ----------------------------------------------------------------
 def ask(question, settings, history=()):
     """Yield the events of one question (see the module docstring); the last one is "done".
 
@@ -282,13 +305,14 @@ def ask(question, settings, history=()):
         else:
             result.llm_called = True
             shield = guard.Shield(retrieval.sources, settings.guard != "off")  # prompt copies: no live instruction
-            yield from generate(expand.with_previous(question, result.searched), retrieval, settings, result, shield)
+            yield from stream(expand.with_previous(question, result.searched), retrieval, settings, result, shield)
             yield Event("checks", check(result, retrieval, question, masker, shield))
         result.text = masker.mask(result.text)  # a value the model wrote itself stays out of the log
     write_audit(settings, result, raw_sources, meta)
     yield Event("done", result)
 
 
+# -- 6. check --------------------------------------------------------------------------------------
 def check(result, retrieval, question, masker, shield):
     """The checks of an answer, in this order: a fact answer's grounding (withdrawn when its facts stand
     only in passages about something else, rag/answer/support.py grounding), evidence and supported citations
@@ -328,7 +352,7 @@ def run(question, settings, history=()):
             return event.data
 
 
-# -- audit -----------------------------------------------------------------------------------------
+# -- 7. audit --------------------------------------------------------------------------------------
 def write_audit(settings, result, raw_sources, meta):
     """One JSON line per answer (rag/answer/audit.py); nothing for --retrieve-only or with audit=""."""
     if result.text is None or settings.audit == "":

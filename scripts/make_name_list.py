@@ -25,7 +25,7 @@ import re
 import sys
 from pathlib import Path
 
-OUT = Path(__file__).resolve().parent.parent / "rag" / "data" / "vornamen.txt"
+OUT = Path(__file__).resolve().parent.parent / "rag" / "privacy" / "data" / "vornamen.txt"
 VERSION = "40.54.0"  # the Faker release the list comes from
 OTHER_LOCALES = ("tr_TR", "pl_PL", "it_IT", "hr_HR", "cs_CZ", "es_ES", "pt_PT", "fr_FR", "nl_NL", "da_DK", "sv_SE",
                  "no_NO", "en_GB", "vi_VN")  # names of colleagues in German-speaking firms

@@ -11,8 +11,8 @@ Does not handle: tables other than the project's (docs, pages, vocab, meta and t
 import json
 import sqlite3
 
+from rag import store
 from rag.store import postgres
-from rag.store import sqlite as store
 from rag.store import vectors
 
 class Stores:
@@ -115,9 +115,12 @@ class Stores:
         ids = self.query(db, "SELECT id FROM docs ORDER BY id")
         if self.kind == "sqlite":
             conn = sqlite3.connect(db)
-            assert [(i,) for i in vectors.stored_ids(conn)] == ids  # packed vectors (vector_blocks): same pages
+            slots = [(first + k,) for first, norms, _, _ in vectors.blocks(conn)
+                     for k, n2 in enumerate(vectors.floats(norms, "d")) if n2]
+            assert slots == ids  # packed vectors (vector_blocks): same pages
             for doc_id, embedding in conn.execute("SELECT id, embedding FROM docs"):
-                assert vectors.read_vector(conn, doc_id) == list(vectors.floats(vectors.pack(json.loads(embedding))))
+                assert vectors.read_vectors(conn, [doc_id])[doc_id][0] == list(
+                    vectors.floats(vectors.pack(json.loads(embedding))))
             assert conn.execute("SELECT rowid FROM fts ORDER BY rowid").fetchall() == ids
             conn.close()
         else:  # one table: the vector and the tsvector are columns of the chunk's row

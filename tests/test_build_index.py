@@ -455,7 +455,7 @@ def test_bad_input_is_skipped_or_read_with_one_warning(small_wiki, store_env, st
 
 def test_unreadable_file_is_skipped_with_one_warning(tmp_path, monkeypatch, capsys):
     """In-process: as root (CI) chmod 000 does not stop reading, so the open() itself fails here."""
-    import build_index
+    from rag.ingest import pages
     page = tmp_path / "gesperrt.md"
     page.write_text("# Geheim\n\nText", encoding="utf-8")
     real_open = open
@@ -466,7 +466,7 @@ def test_unreadable_file_is_skipped_with_one_warning(tmp_path, monkeypatch, caps
         return real_open(path, *args, **kwargs)
 
     monkeypatch.setattr("builtins.open", deny)
-    assert build_index.read_page(page, "gesperrt.md") == (None, None)
+    assert pages.read_page(page, "gesperrt.md") == (None, None)
     err = capsys.readouterr().err
     assert err == "Warnung: gesperrt.md: nicht lesbar (Keine Berechtigung) – übersprungen; Rechte prüfen\n"
 
@@ -592,3 +592,41 @@ def test_flags_are_reported_once_masked_and_kept_with_the_chunk(small_wiki, fake
     flags = sqlite3.connect(fake_embedding["RAG_DB"]).execute("SELECT flags FROM docs WHERE path = 'boese.md'")
     assert [f["rule"] for f in json.loads(flags.fetchone()[0])] == [
         "injection:ignore-previous", "secret:api-key", "secret:key-value"]
+
+
+# -- the steps of build() one by one (rag/ingest/) --------------------------------------------------
+def test_read_changed_yields_only_what_changed_and_counts_the_rest(tmp_path):
+    from rag.ingest import pages
+    wiki = write_wiki(tmp_path / "wiki", {"a.md": "# A\n\nalt", "b.md": "# B\n\nText"})
+    stats, present = {"unchanged": 0}, set()
+    first = list(pages.read_changed(wiki, ["a.md", "b.md"], {}, "chunker", None, stats, present))
+    assert [(rel, text) for rel, _, text in first] == [("a.md", "# A\n\nalt"), ("b.md", "# B\n\nText")]
+    known = {rel: page_hash for rel, page_hash, _ in first}
+    (wiki / "a.md").write_text("# A\n\nneu", encoding="utf-8")
+    again = list(pages.read_changed(wiki, ["a.md", "b.md"], known, "chunker", None, stats, present))
+    assert [(rel, text) for rel, _, text in again] == [("a.md", "# A\n\nneu")]
+    assert stats == {"unchanged": 1} and present == {"a.md", "b.md"}
+    other = list(pages.read_changed(wiki, ["b.md"], known, "chunker 2", None, stats, set()))  # other settings
+    assert [rel for rel, _, _ in other] == ["b.md"]
+
+
+def test_forget_gone_deletes_the_pages_no_longer_in_the_wiki():
+    from rag.ingest import indexing
+
+    class Index:
+        deleted = []
+
+        def delete_page(self, rel):
+            self.deleted.append(rel)
+
+    index = Index()
+    assert indexing.forget_gone(index, {"a.md": "1", "c.md": "3", "b.md": "2"}, {"a.md"}) == ["b.md", "c.md"]
+    assert index.deleted == ["b.md", "c.md"]
+
+
+def test_summary_is_the_line_a_run_ends_with():
+    from rag.ingest import report
+    stats = dict(added=2, changed=1, removed=0, unchanged=5, embedded=7, reused=3)
+    assert report.summary(stats, 40, "384", 1.23, "knowledge.db") == (
+        "Seiten: 2 neu, 1 geändert, 0 entfernt, 5 unverändert · Chunks: 7 eingebettet, 3 wiederverwendet, "
+        "40 im Index (Dimension 384) · 1.2 s → knowledge.db")

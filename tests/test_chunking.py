@@ -1,13 +1,13 @@
 """Chunking edge cases (German wiki pages), checked against chunks a reader can write down.
 
 Each case goes through read_page (bytes -> text) and chunk_page (text -> [(heading path, content)]),
-the same two steps build_index.py runs for every page.
+the same two steps build_index.py runs for every page (rag/ingest/pages.py, rag/ingest/chunking.py).
 """
 import unicodedata
 
 import pytest
 
-import build_index
+from rag.ingest import chunking, pages
 from rag.models import embed_binary as embedder
 
 CASES = {
@@ -40,11 +40,11 @@ CASES = {
 }
 
 
-def chunks_of(tmp_path, data, max_chars=build_index.MAX_CHARS):
+def chunks_of(tmp_path, data, max_chars=chunking.MAX_CHARS):
     page = tmp_path / "seite.md"
     page.write_bytes(data)
-    text, _ = build_index.read_page(page, "seite.md")
-    return build_index.chunk_page(text, max_chars)
+    text, _ = pages.read_page(page, "seite.md")
+    return chunking.chunk_page(text, max_chars)
 
 
 @pytest.mark.parametrize("data, expected", CASES.values(), ids=CASES.keys())
@@ -76,15 +76,15 @@ def test_long_paragraph_is_split_without_losing_text(tmp_path, paragraph):
 
 def test_sentence_ends_are_preferred_cuts():
     text = sentences(30)
-    assert all(piece.endswith(".") for piece in build_index.split_long(text, 300))
+    assert all(piece.endswith(".") for piece in chunking.split_long(text, 300))
 
 
 @pytest.mark.parametrize("word", ["Größe ", "Übergabeprotokoll ", "😀 "])
 def test_chunk_longer_than_the_model_context_is_split_further(word):
     paragraph = (word * (20000 // len(word))).strip()  # fits --max-chars, not the context (multi-byte)
-    chunks = build_index.chunk_page(f"# Lang\n\n{paragraph}", max_chars=20000)
+    chunks = chunking.chunk_page(f"# Lang\n\n{paragraph}", max_chars=20000)
     assert len(chunks) > 1
-    assert all(embedder.fits(build_index.embedded_text(h, c)) for h, c in chunks)
+    assert all(embedder.fits(chunking.embedded_text(h, c)) for h, c in chunks)
     assert " ".join(c for _, c in chunks).split() == paragraph.split()
 
 
@@ -93,3 +93,33 @@ def test_chunking_is_deterministic_and_respects_max_chars(tmp_path):
     first, second = chunks_of(tmp_path, data, 400), chunks_of(tmp_path, data, 400)
     assert first == second
     assert all(len(content) <= 400 for _, content in first)
+
+
+# -- the one sentence splitter (rag/text/sentences.py) cuts long paragraphs -----------------------
+@pytest.mark.parametrize("abbreviation", ["z. B.", "Nr.", "Abs.", "bzw.", "ca.", "Dr.", "geb."])
+def test_long_paragraph_is_not_cut_after_an_abbreviation(abbreviation):
+    head = "Vorweg kommt ein langer Satz über die Größe der Postfächer im Rechenzentrum. " + "X" * 10
+    text = f"{head} {abbreviation} Weber prüft das Postfach im Rechenzentrum und meldet sich danach."
+    pieces = chunking.split_long(text, len(head) + len(abbreviation) + 8)  # the abbreviation fits the window
+    assert pieces[0] == "Vorweg kommt ein langer Satz über die Größe der Postfächer im Rechenzentrum."
+    assert abbreviation in pieces[1]
+
+
+def test_a_colon_or_semicolon_still_ends_a_piece():
+    text = "Erst kommt dieser lange Hinweis: " + "Danach folgt ein weiterer Teil des Absatzes ohne Ende " * 2
+    assert chunking.split_long(text, 60)[0] == "Erst kommt dieser lange Hinweis:"
+
+
+def test_chunk_pages_warns_and_drops_a_page_without_text(capsys):
+    present = {"leer.md", "a.md"}
+    todo = chunking.chunk_pages(iter([("leer.md", "h1", "# Nur Titel\n"), ("a.md", "h2", "# A\n\nText")]), 1200,
+                                present)
+    assert [(p.path, p.hash, p.chunks) for p in todo] == [("a.md", "h2", [("A", "Text")])]
+    assert todo[0].keys == [pages.text_hash("A\n\nText")]
+    assert present == {"a.md"}
+    assert capsys.readouterr().err == ("Warnung: leer.md: enthält keinen Text (leer oder nur Überschriften/Front "
+                                       "Matter) – übersprungen\n")
+
+
+def test_settings_name_the_chunker_version_and_the_limit():
+    assert chunking.settings(800) == f"{chunking.CHUNKER}, max_chars=800"

@@ -6,7 +6,7 @@ from rag.answer import context
 from rag.answer import prompt as answer
 from rag.models import llm
 from rag.search.ranking import Source
-from rag.text import german
+from rag.text import german, sentences
 
 STEPS = """Diese Anleitung beschreibt das Anlegen.
 
@@ -37,7 +37,7 @@ def test_kind_tells_procedures_from_facts(question, expected):
 
 
 def test_sentences_do_not_split_after_abbreviations_or_ordinals():
-    assert context.sentences("Z. B. mit cm. Am 2. Mai geht es los. Fertig!") == \
+    assert sentences.split("Z. B. mit cm. Am 2. Mai geht es los. Fertig!") == \
         ["Z. B. mit cm.", "Am 2. Mai geht es los.", "Fertig!"]
 
 
@@ -219,3 +219,15 @@ def test_grounding_measures_only_facts_the_question_does_not_name():
     vocab = german.learn_vocabulary(s.content for s in ROOMS)
     assert support.grounding("Welcher Raum hat 12 Plätze?", "Der Raum Elbe [1].", ROOMS, vocab) is None
     assert support.grounding("Wie viele Plätze hat Elbe?", "Dazu habe ich keine Information.", ROOMS, vocab) is None
+
+
+def test_measured_thresholds_are_written_to_the_cache_not_into_the_package(tmp_path, monkeypatch):
+    monkeypatch.setenv("RAG_CACHE", str(tmp_path))
+    shipped = answerable.MEASURED.read_bytes() if answerable.MEASURED.exists() else None
+    written = answerable.store("test-model.gguf", {"threshold": 0.42})
+    assert written == tmp_path / "answerable.json" and answerable.threshold("test-model.gguf") == 0.42
+    assert (answerable.MEASURED.read_bytes() if answerable.MEASURED.exists() else None) == shipped
+    for model, entry in answerable.read_table(answerable.MEASURED).items():  # the shipped values still count
+        assert answerable.threshold(model) == entry.get("threshold")
+    other = answerable.store("test-model.gguf", {"threshold": 0.1}, tmp_path / "eval.json")  # a path evaluate.py gives
+    assert answerable.threshold("test-model.gguf", other) == 0.1 and answerable.threshold("test-model.gguf") == 0.42

@@ -44,6 +44,22 @@ def test_events_come_in_pipeline_order_and_end_with_the_answer(settings):
     assert entry["answer"] == done.text and len(entry["chunks"]) == len(done.retrieval.sources)
 
 
+def test_the_prompt_comes_from_the_one_builder_and_the_steps_run_in_order(settings, monkeypatch):
+    from rag.answer import prompt as answer
+    built, steps = [], []
+    real = answer.build_prompt
+    monkeypatch.setattr(answer, "build_prompt", lambda *a, **k: built.append(real(*a, **k)) or built[-1])
+    for name in ("embed", "rank", "protect", "prompt_for", "stream", "check", "write_audit"):
+        step = getattr(core, name)
+        monkeypatch.setattr(core, name, lambda *a, _step=step, _name=name, **k: steps.append(_name) or _step(*a, **k))
+    with FakeLlamaServer(template=GEMMA_TEMPLATE, answer=["Mit cm", " [1]", "."]) as server:
+        settings.server = server.url
+        done = core.run(QUESTION, settings)
+    assert steps == ["embed", "rank", "protect", "stream", "prompt_for", "check", "write_audit"]  # 4 inside 5
+    assert built == [done.prompt] and done.prompt.startswith(answer.context_part(done.question, done.retrieval.sources,
+                                                                                  True, None).split("<<<")[0])
+
+
 def test_a_wrong_citation_is_corrected_in_the_answer_the_json_and_the_audit(settings):
     with FakeLlamaServer(template=GEMMA_TEMPLATE, answer=["Die Mailbox bekommt eine Quota von 2 GB", " [9]."]) as server:
         settings.server = server.url

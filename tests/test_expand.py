@@ -9,6 +9,7 @@ import pytest
 
 from rag.privacy import mask as privacy
 from rag.search import expand
+from rag.search import followups
 from rag.search import ranking as search
 
 MAILBOX = [{"role": "user", "content": "Wie lege ich in Cyrus IMAP eine neue Mailbox an?"},
@@ -48,6 +49,12 @@ def test_a_long_message_without_question_mark_loses_only_greeting_and_sign_off()
     assert not cut.startswith("Moin") and "Danke" not in cut and cut.startswith("das Postfach ist voll")
 
 
+def test_a_long_message_keeps_a_question_with_an_abbreviation_whole():  # rag/text/sentences.py, not every "."
+    text = ("Hallo zusammen, " + " ".join(["mein Postfach ist voll"] * 12) + ". Wie lösche ich z. B. alte Mails "
+            "im Ordner Nr. 3?\nDanke, Birgit")
+    assert expand.question_part(text) == "Wie lösche ich z. B. alte Mails im Ordner Nr. 3?"
+
+
 def test_a_short_question_stays_as_it_is():
     question = "Hallo, wie lege ich eine Mailbox an? Danke"
     assert expand.question_part(question) == question
@@ -58,7 +65,7 @@ def test_a_short_question_stays_as_it_is():
     "Brauche ich die auch im Büro?", "Welche Rechte bekommt das Team dann?", "Wie komme ich an eins davon?",
     "Reicht dafür eine E-Mail?", "und wenn ich das aus Versehen gemacht habe?"])
 def test_follow_ups_need_the_history(question):
-    assert expand.needs_context(question)
+    assert followups.needs_context(question)
 
 
 @pytest.mark.parametrize("question", [
@@ -66,7 +73,7 @@ def test_follow_ups_need_the_history(question):
     "Welche Pakete brauche ich für das VPN unter Ubuntu?", "Können Sie mir die Quota der Mailbox erhöhen?",
     "Wer darf Verträge mit IT-Dienstleistern kündigen?"])
 def test_standalone_questions_do_not(question):
-    assert not expand.needs_context(question)
+    assert not followups.needs_context(question)
 
 
 def test_without_history_and_expansion_the_model_is_not_asked():
@@ -88,7 +95,7 @@ def test_a_follow_up_is_rewritten_from_the_last_two_turns_only():
     assert searched.question == "Wie lösche ich eine Mailbox in Cyrus IMAP wieder?" and searched.rewritten
     assert searched.original == "Und wie lösche ich sie wieder?" and "rewrite_s" in searched.timings
     (call,) = model.calls
-    assert call["schema"] == expand.REWRITE_SCHEMA and call["messages"][0]["content"] == expand.REWRITE_SYSTEM
+    assert call["schema"] == followups.REWRITE_SCHEMA and call["messages"][0]["content"] == followups.REWRITE_SYSTEM
     user = call["messages"][-1]["content"]  # after the two worked examples
     assert "Letzte Frage: Und wie lösche ich sie wieder?" in user and "Mailbox" in user and "A3" not in user
 
@@ -110,7 +117,7 @@ def test_a_rewritten_follow_up_is_expanded_too():
     searched = expand.prepare("Und wie lösche ich sie?", MAILBOX, expand=True, ask=model)
     assert searched.question == "Wie lösche ich eine Mailbox in Cyrus IMAP?"
     assert searched.expansions[1:] == ["Mailbox löschen", "cyradm dm"]
-    assert searched.weights == [expand.FOLLOWUP_WEIGHT, expand.HISTORY_WEIGHT] + [expand.EXPANSION_WEIGHT] * 2
+    assert searched.weights == [followups.FOLLOWUP_WEIGHT, followups.HISTORY_WEIGHT] + [expand.EXPANSION_WEIGHT] * 2
     assert model.calls[1]["messages"][1]["content"] == "Wie lösche ich eine Mailbox in Cyrus IMAP?"
 
 
@@ -120,7 +127,7 @@ def test_a_failing_model_leaves_the_question_and_one_warning():
     assert searched.question == "Und wie lösche ich sie?" and not searched.rewritten
     # what needs no model stays: the follow-up searched together with the question before it
     assert searched.expansions == [f"{MAILBOX[0]['content']} Und wie lösche ich sie?"]
-    assert searched.weights == [expand.FOLLOWUP_WEIGHT, expand.HISTORY_WEIGHT]
+    assert searched.weights == [followups.FOLLOWUP_WEIGHT, followups.HISTORY_WEIGHT]
     assert "nicht erreichbar" in searched.warning and "\n" not in searched.warning
     assert len(model.calls) == 1  # after the first failure the model is not asked again
 
@@ -144,9 +151,9 @@ def test_model_output_that_is_no_list_gives_no_phrases():
 def test_recent_keeps_the_last_two_turns_and_cuts_long_messages():
     history = [{"role": "user", "content": f"Frage {n}"} for n in range(6)]
     history.append({"role": "assistant", "content": "x" * 2000})
-    lines = expand.recent(history).splitlines()
+    lines = followups.recent(history).splitlines()
     assert lines[0] == "Frage: Frage 3" and len(lines) == 4
-    assert lines[-1] == "Antwort: " + "x" * expand.HISTORY_CHARS
+    assert lines[-1] == "Antwort: " + "x" * followups.HISTORY_CHARS
 
 
 def test_a_value_the_model_copies_from_the_history_comes_back_too():
@@ -253,7 +260,7 @@ def test_a_rewrite_that_repeats_the_instructions_is_not_taken():
     echo = "Ersetze Wörter wie sie, das, dort und Auslassungen durch das, worauf sie sich beziehen."
     searched = expand.prepare("Und wie lösche ich sie wieder?", MAILBOX, ask=Model(echo))
     assert searched.question == "Und wie lösche ich sie wieder?" and not searched.rewritten
-    assert expand.echoes(echo) and not expand.echoes("Wie lösche ich eine Mailbox in Cyrus IMAP wieder?")
+    assert followups.echoes(echo) and not followups.echoes("Wie lösche ich eine Mailbox in Cyrus IMAP wieder?")
 
 
 def test_feedback_words_come_from_the_first_results_without_the_questions_words():
@@ -272,7 +279,7 @@ def test_a_chain_of_follow_ups_keeps_the_question_that_stands_alone():
     searched = expand.prepare("Und wenn ich das aus Versehen gemacht habe?", chain)
     assert searched.previous == f"{MAILBOX[0]['content']} Und wie lösche ich sie wieder?"
     standalone = [{"role": "user", "content": "Wie lösche ich eine Mailbox in Cyrus IMAP?"}] + chain[1:]
-    assert expand.previous_question(standalone[:1]) == "Wie lösche ich eine Mailbox in Cyrus IMAP?"
+    assert followups.previous_question(standalone[:1]) == "Wie lösche ich eine Mailbox in Cyrus IMAP?"
 
 
 def test_the_audit_names_the_question_before_the_expansions_and_the_feedback():

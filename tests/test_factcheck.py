@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-import build_index
 from conftest import ROOT, load_json, run_script, write_wiki
 from fake_server import FakeLlamaServer
 from rag.answer.factcheck import claims, describe, unsupported
+from rag.ingest import chunking
 
 CONTRACT = "Rahmenvertrag › § 7 Kündigung\n\nDer Vertrag kann mit einer Frist von 3 Monaten gekündigt werden."
 
@@ -168,7 +168,7 @@ def test_eval_cases_quote_real_chunks_of_the_wiki():
         for source in case["sources"]:
             if source["path"] not in chunks:
                 text = (ROOT / "wiki" / source["path"]).read_text(encoding="utf-8")
-                chunks[source["path"]] = build_index.chunk_page(text)
+                chunks[source["path"]] = chunking.chunk_page(text)
             assert (source["heading"], source["content"]) in chunks[source["path"]], (case["id"], source["path"])
 
 
@@ -275,3 +275,10 @@ def test_without_llm_call_unsupported_is_null(env):
     result = run_script("ask_rag.py", "--retrieve-only", "--json", QUESTION, env=env)
     assert result.returncode == 0, result.stderr
     assert load_json(result.stdout)["unsupported"] is None
+
+
+def test_claims_live_in_their_own_module_with_their_keys():  # rag/answer/claims.py (found), factcheck.py (checked)
+    from rag.answer import claims as found
+    assert [(c.text, c.kind, c.needs) for c in found.claims("Die Frist beträgt 14 Tage [1], ab dem 1. März 2025.")] == \
+        [("14 Tage", "quantity", (("dur:1209600",),)), ("1. März 2025", "date", (("date:2025-3-1",),))]
+    assert claims is found.claims

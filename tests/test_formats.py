@@ -1,4 +1,4 @@
-"""PDF, HTML and Word pages: the readers of rag/ingest/formats.py, then build_index.py and ask_rag.py as a reader runs them.
+"""PDF, HTML and Word pages: the readers of rag/ingest/formats/, then build_index.py and ask_rag.py as a reader runs them.
 
 The PDFs and .docx files are made by scripts/make_sample_pages.py (pdf_bytes, docx_bytes), the
 same code that wrote the sample pages of wiki/. Tests that need poppler's pdftotext skip locally
@@ -70,7 +70,7 @@ def warnings(result):
     ("#hashtag", "#hashtag"), ("Text # kein Titel", "Text # kein Titel"), ("--- Trenner", "--- Trenner"),
 ])
 def test_protect_escapes_only_what_the_chunker_would_read_as_markup(line, expected):
-    assert formats.protect(line) == expected
+    assert formats.base.protect(line) == expected
 
 
 @pytest.mark.parametrize("name, expected", [
@@ -78,6 +78,16 @@ def test_protect_escapes_only_what_the_chunker_would_read_as_markup(line, expect
     ("seite.md", False), ("notiz.txt", False), ("alt.doc", False)])
 def test_is_document(name, expected):
     assert formats.is_document(name) == expected
+
+
+def test_to_markdown_dispatches_by_suffix_to_one_reader_each():
+    """rag/ingest/formats/ is a package: pdf.py, html.py, docx.py; __init__ only picks one by the suffix."""
+    assert formats.to_markdown("a/Raum.HTM", b"<h2>B</h2><p>x</p>") == formats.html.html_to_markdown(
+        b"<h2>B</h2><p>x</p>", "Raum.HTM")
+    with pytest.raises(formats.FormatError, match="kein ZIP-Archiv"):
+        formats.to_markdown("x.docx", b"kein zip")
+    with pytest.raises(ValueError, match="not a document format"):
+        formats.to_markdown("seite.md", b"# A")
 
 
 # -- unit: PDF -------------------------------------------------------------------------------------
@@ -327,7 +337,7 @@ def test_docx_without_styles_uses_style_ids_and_core_title():
 
 
 @pytest.mark.parametrize("data, reason", [
-    (formats.OLE_MAGIC + b"\x00" * 504, "verschlüsselt"),
+    (formats.docx.OLE_MAGIC + b"\x00" * 504, "verschlüsselt"),
     (b"Dies ist keine Word-Datei", "kein ZIP-Archiv"),
     (sample.docx_bytes([(None, "x")], parts={"word/document.xml": None}), "word/document.xml fehlt"),
     (sample.docx_bytes([(None, "x")], parts={"word/document.xml": "<w:document><kaputt"}), "defekt"),
@@ -407,7 +417,7 @@ BAD_FILES = {  # name: (bytes, reason in the warning)
     "kein-zip.docx": (b"%PDF-1.4 falsche Endung", "kein ZIP-Archiv"),
     "ohne-dokument.docx": (sample.docx_bytes([(None, "x")], parts={"word/document.xml": None}),
                            "word/document.xml fehlt"),
-    "passwort.docx": (formats.OLE_MAGIC + b"\x00" * 1024, "verschlüsselt (Passwortschutz)"),
+    "passwort.docx": (formats.docx.OLE_MAGIC + b"\x00" * 1024, "verschlüsselt (Passwortschutz)"),
 }
 
 

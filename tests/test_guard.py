@@ -12,13 +12,12 @@ from pathlib import Path
 
 import pytest
 
-import build_index
 from conftest import ROOT, run_script
 from fake_server import FakeLlamaServer
 from rag import core
 from rag.answer import guard
 from rag.answer import prompt as answer
-from rag.ingest import formats
+from rag.ingest import chunking, formats, pages
 from rag.search.ranking import Source
 from rag.text import safety
 
@@ -163,11 +162,11 @@ PHISHING = "sicherheit/phishing-erkennen.md"
 def wiki_chunks():
     """Every chunk of wiki/ as build_index.py cuts it, its heading path in front (PDF needs pdftotext; CI has it)."""
     out, pdftotext = [], formats.default_pdftotext()
-    for rel in build_index.find_pages(ROOT / "wiki"):
-        text, _ = build_index.read_page(ROOT / "wiki" / rel, rel)
+    for rel in pages.find_pages(ROOT / "wiki"):
+        text, _ = pages.read_page(ROOT / "wiki" / rel, rel)
         if formats.is_document(rel):
-            text, _ = build_index.convert_page(rel, text, pdftotext, set())
-        out += [(rel, heading + "\n\n" + content) for heading, content in build_index.chunk_page(text or "")]
+            text, _ = pages.convert_page(rel, text, pdftotext, set())
+        out += [(rel, heading + "\n\n" + content) for heading, content in chunking.chunk_page(text or "")]
     return out
 
 

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from conftest import ROOT, assert_one_error_line, run_script
+from conftest import ROOT, run_script
 from fake_server import FakeLlamaServer
 
 
@@ -18,14 +18,14 @@ def env(fake_embedding, small_wiki):
     return {**os.environ, **fake_embedding}
 
 
-def session_run(env, steps):
+def session_run(env, steps, args=(), cwd=ROOT):
     """Start the server with the SDK's stdio client, initialize, run `steps(session)`, return what it returns."""
     from mcp import ClientSession, StdioServerParameters
     from mcp.client.stdio import stdio_client
 
     async def main():
-        params = StdioServerParameters(command=sys.executable, args=[str(ROOT / "ask_rag.py"), "--mcp"], env=env,
-                                       cwd=str(ROOT))
+        params = StdioServerParameters(command=sys.executable, args=[str(ROOT / "ask_rag.py"), "--mcp", *args],
+                                       env=env, cwd=str(cwd))
         async with stdio_client(params) as streams:
             async with ClientSession(streams[0], streams[1]) as session:
                 info = await session.initialize()
@@ -98,6 +98,41 @@ def test_raw_lines_get_json_rpc_replies_and_stdout_has_nothing_else(env):
     assert result.stderr.startswith("MCP-Server bereit (stdio)")
 
 
-def test_without_an_index_it_says_so_before_serving(env, tmp_path):
+def test_without_an_index_it_says_so_and_serves(env, tmp_path):
+    """Issue 28: a missing index no longer ends the server (the client saw only "Connection closed");
+    it says so on stderr, and the tools answer with the line (next test)."""
     result = run_script("ask_rag.py", "--mcp", env={**env, "RAG_DB": str(tmp_path / "fehlt.db")}, input="", timeout=30)
-    assert_one_error_line(result, "python3 build_index.py")
+    assert result.returncode == 0 and result.stdout == "" and "Traceback" not in result.stderr
+    warning, ready = result.stderr.strip().splitlines()
+    assert warning.startswith("Warnung: Index ") and "python3 build_index.py" in warning
+    assert ready.startswith("MCP-Server bereit (stdio)")
+
+
+def client_env(env):
+    """What a client's config passes (Claude Desktop's "env"): the models, no RAG_DB; the SDK adds HOME, PATH …"""
+    return {name: env[name] for name in ("LLAMA_EMBEDDING", "RAG_EMBED_MODEL", "RAG_AUDIT")}
+
+
+def test_client_in_another_folder_finds_the_index_by_db_flag(env, tmp_path):
+    elsewhere = tmp_path / "woanders"
+    elsewhere.mkdir()
+
+    async def steps(session):
+        return dump(await session.call_tool("search_wiki", {"query": "Wie lege ich eine Mailbox an?", "k": 1}))
+    _, found = session_run(client_env(env), steps, args=["--db", env["RAG_DB"]], cwd=elsewhere)
+    assert not found["isError"]
+    assert [c["path"] for c in found["structuredContent"]["chunks"]] == ["mail/mailbox-anlegen.md"]
+
+
+def test_client_in_another_folder_without_db_gets_a_tool_error(env, tmp_path):
+    elsewhere = tmp_path / "woanders"
+    elsewhere.mkdir()
+
+    async def steps(session):
+        return [dump(await session.call_tool("search_wiki", {"query": "VPN"})),
+                dump(await session.call_tool("ask_wiki", {"question": "Wie richte ich VPN ein?"}))]
+    _, results = session_run(client_env(env), steps, cwd=elsewhere)
+    for result in results:
+        (line,) = [c["text"] for c in result["content"]]
+        assert result["isError"] and line.startswith("Fehler: Index knowledge.db fehlt")
+        assert f"gesucht in {elsewhere}" in line and "--db oder RAG_DB mit absolutem Pfad" in line

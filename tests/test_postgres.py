@@ -12,8 +12,9 @@ import pytest
 
 from conftest import assert_one_error_line, load_json, run_script
 from rag.search import ranking as search
+from rag import store
 from rag.store import postgres
-from rag.store import sqlite as store
+from rag.store import postgres_setup
 from rag.store import vectors
 
 
@@ -62,9 +63,9 @@ def test_missing_database_names_createdb(small_wiki, fake_embedding, pg_server):
 
 def test_missing_extension_names_the_fix(pg_server):
     """The server of the tests has pgvector, so ask for an extension it lacks: the same error path."""
-    conn = postgres.connect(pg_server.database("ohne"))
+    conn = postgres_setup.connect(pg_server.database("ohne"))
     with pytest.raises(store.StoreError) as caught:
-        postgres.ensure_extension(conn, "db", name="vector_fehlt")
+        postgres_setup.ensure_extension(conn, "db", name="vector_fehlt")
     message = str(caught.value)
     assert "hat die Erweiterung vector_fehlt (pgvector) nicht" in message and "apt-get install" in message
     assert "\n" not in message
@@ -76,7 +77,7 @@ def test_ask_before_any_index_names_the_build_command(pg_env):
 
 def test_embedding_column_of_another_dimension_is_refused(small_wiki, pg_env):
     assert build(small_wiki, pg_env).returncode == 0
-    conn = postgres.connect(pg_env["RAG_DB"])
+    conn = postgres_setup.connect(pg_env["RAG_DB"])
     conn.execute("SET search_path TO rag, public")
     conn.execute("DELETE FROM docs")
     conn.execute("ALTER TABLE docs ALTER COLUMN embedding TYPE vector(3)")
@@ -172,6 +173,20 @@ def test_hnsw_candidates_are_rescored_exactly(tmp_path, pg_server):
     assert all(score == scores[d] for score, d in found.ranking)  # every score is the exact one
     assert len(set(found.ranking) & set(exact.ranking)) >= 8
     pg.close()
+
+
+def test_folders_of_a_postgres_index_as_of_sqlite(small_wiki, fake_embedding, pg_env):
+    """The folder list of the page, /v1/models and MCP (rag/doors/common.py folders) comes from the store."""
+    from rag import core
+    from rag.doors import common
+    assert build(small_wiki, fake_embedding).returncode == 0 and build(small_wiki, pg_env).returncode == 0
+    lite, pg = store.open_store(fake_embedding["RAG_DB"]), store.open_store(pg_env["RAG_DB"])
+    try:
+        assert pg.folders() == lite.folders() == ["mail/", "netzwerk/"]  # drucker.md is at the top
+    finally:
+        lite.close()
+        pg.close()
+    assert common.folders(core.Settings(db=pg_env["RAG_DB"])) == ["mail/", "netzwerk/"]  # was [] before
 
 
 def test_evaluate_measures_a_postgres_index(small_wiki, pg_env, tmp_path):

@@ -1,4 +1,4 @@
-"""Personal data (rag/privacy/mask.py, rag/privacy/names.py, rag/privacy/addresses.py): check digits, finding in running
+"""Personal data (rag/privacy/: checks, detect, names, addresses, mask): check digits, finding in running
 text, business contacts left readable, kinds switched off, masking, and that no raw value reaches a
 prompt, the --json output, --show-context or the audit log of ask_rag.py.
 
@@ -16,17 +16,17 @@ import pytest
 
 from conftest import ROOT, assert_one_error_line, load_json, run_script, write_wiki
 from fake_server import FakeLlamaServer
-from rag.privacy import mask as privacy
+from rag.privacy import checks, detect, mask, name_words, tables
 from rag.search.ranking import Source
 
 EVAL = [json.loads(line) for line in (ROOT / "eval" / "pii.jsonl").read_text(encoding="utf-8").splitlines() if line]
 POSITIVES = [item for item in EVAL if item["entities"]]
-LABELLED = [k for k in privacy.KINDS if k not in EVAL[0]["off"]]  # the kinds eval/pii.jsonl labels
+LABELLED = [k for k in detect.KINDS if k not in EVAL[0]["off"]]  # the kinds eval/pii.jsonl labels
 IBAN = "DE89 3704 0044 0532 0130 00"  # the IBAN of every German textbook
 
 
 def found(text):
-    return [(m.kind, m.value) for m in privacy.find(text)]
+    return [(m.kind, m.value) for m in detect.find(text)]
 
 
 # -- check digits ----------------------------------------------------------------------------------
@@ -38,11 +38,11 @@ def found(text):
     ("US89370400440532013000", False),  # not a SEPA country
 ])
 def test_iban_check(iban, ok):
-    assert privacy.iban_ok(iban) is ok
+    assert checks.iban_ok(iban) is ok
 
 
 def test_iban_check_digits_are_computed():
-    assert privacy.iban_check("DE", "370400440532013000") == "89"
+    assert checks.iban_check("DE", "370400440532013000") == "89"
 
 
 @pytest.mark.parametrize("number, ok", [
@@ -53,7 +53,7 @@ def test_iban_check_digits_are_computed():
     ("37828224631000", False),  # Amex prefix with the wrong length
 ])
 def test_card_check(number, ok):
-    assert privacy.card_ok(number) is ok
+    assert checks.card_ok(number) is ok
 
 
 @pytest.mark.parametrize("number, ok", [
@@ -64,7 +64,7 @@ def test_card_check(number, ok):
     ("11123456783", False),  # a digit three times in a row
 ])
 def test_steuer_id_check(number, ok):
-    assert privacy.steuer_id_ok(number) is ok
+    assert checks.steuer_id_ok(number) is ok
 
 
 @pytest.mark.parametrize("number, ok", [
@@ -73,12 +73,12 @@ def test_steuer_id_check(number, ok):
     ("15071349C103", False),  # month 13
 ])
 def test_svnr_check(number, ok):
-    assert privacy.svnr_ok(number) is ok
+    assert checks.svnr_ok(number) is ok
 
 
 @pytest.mark.parametrize("chars, digit", [("T22000129", 3), ("C01X00T47", 8), ("L01X00T47", 1)])
 def test_icao_7_3_1_check_digit(chars, digit):
-    assert privacy.icao_check(chars) == digit  # the specimen ID card and passport of Erika Mustermann
+    assert checks.icao_check(chars) == digit  # the specimen ID card and passport of Erika Mustermann
 
 
 # -- finding ---------------------------------------------------------------------------------------
@@ -134,11 +134,11 @@ def test_near_misses_are_not_found(text):
 
 def test_matches_are_sorted_and_do_not_overlap():
     text = f"Tel. 030 23125123, IBAN {IBAN}, Mail anna@example.de, Tel. 030 23125123"
-    matches = privacy.find(text)
+    matches = detect.find(text)
     assert [m.kind for m in matches] == ["TELEFON", "IBAN", "E-MAIL", "TELEFON"]
     assert all(a.end <= b.start for a, b in zip(matches, matches[1:]))
-    assert privacy.counts(text) == {"IBAN": 1, "E-MAIL": 1, "TELEFON": 2}
-    assert privacy.describe(privacy.counts(text)) == "1 IBAN, 1 E-MAIL, 2 TELEFON"
+    assert detect.counts(text) == {"IBAN": 1, "E-MAIL": 1, "TELEFON": 2}
+    assert detect.describe(detect.counts(text)) == "1 IBAN, 1 E-MAIL, 2 TELEFON"
 
 
 # -- names -----------------------------------------------------------------------------------------
@@ -248,11 +248,10 @@ def test_job_titles_teams_products_and_companies_are_no_names(text):
 
 
 def test_first_names_come_from_a_shipped_list_with_its_licence():
-    from rag.privacy import names
-    header = names.DATA.read_text(encoding="utf-8").split("\n", 30)
+    header = name_words.DATA.read_text(encoding="utf-8").split("\n", 30)
     assert any("MIT" in line or "Permission is hereby granted" in line for line in header)
-    assert {"Anna", "Thomas", "Frank", "Jörg"} <= names.first_names() and len(names.first_names()) > 2000
-    assert not {"August", "Roman", "Mark"} & names.first_names()  # German words, no names
+    assert {"Anna", "Thomas", "Frank", "Jörg"} <= name_words.first_names() and len(name_words.first_names()) > 2000
+    assert not {"August", "Roman", "Mark"} & name_words.first_names()  # German words, no names
 
 
 # -- addresses and company identifiers -------------------------------------------------------------
@@ -341,6 +340,18 @@ def test_streets_as_topics_numbers_and_codes_without_context_are_not_found(text)
     assert found(text) == []
 
 
+def test_a_legal_form_before_a_postcode_is_a_whole_word():
+    assert found("Hansa GmbH, 20095 Entenhausen wartet.") == [("PLZ-ORT", "20095 Entenhausen")]
+    assert found("Kontakt BASE, 20095 Entenhausen wartet.") == []  # "SE" inside a word is no legal form
+
+
+def test_table_cells_are_read_by_their_column_title():
+    text = "| Name | Ort |\n|---|---|\n| Jana Kruse | Kiel |\nFließtext, ohne Tabelle"
+    assert list(tables.column_cells(text, lambda title: title == "Name")) == [("Name", (26, 38, " Jana Kruse "))]
+    assert tables.table_cells("Ahmadzai,Farid,21073 Hamburg", 0)[1] == (9, 14, "Farid")  # a CSV export
+    assert tables.table_cells("Erst kommt das, dann jenes, zuletzt dies", 0) == []  # prose
+
+
 @pytest.mark.parametrize("kind, a, b", [
     ("ADRESSE", "Hauptstraße 12 a", "Hauptstr. 12a"), ("HANDELSREGISTER", "HRB 12345 B", "HRB-Nr. 12345"),
     ("STEUERNUMMER", "21/815/08150", "21 815 08150"), ("UST-ID", "DE 136 695 976", "DE136695976"),
@@ -348,7 +359,7 @@ def test_streets_as_topics_numbers_and_codes_without_context_are_not_found(text)
     ("PLZ-ORT", "06108 Halle (Saale)", "06108 Halle"),
 ])
 def test_one_value_in_two_spellings_is_one_value(kind, a, b):
-    assert privacy.normalise(kind, a) == privacy.normalise(kind, b)
+    assert detect.normalise(kind, a) == detect.normalise(kind, b)
 
 
 # -- business contacts, kinds switched off, values kept --------------------------------------------
@@ -380,36 +391,46 @@ def test_one_value_in_two_spellings_is_one_value(kind, a, b):
     ("Belege an rechnungswesen@example.de, Bestellungen an bestellungen@example.de", [], []),  # function mailboxes
 ])
 def test_business_contacts_stay_readable(text, kept, masked):
-    matches, kept_values = privacy.scan(text)
+    matches, kept_values = detect.scan(text)
     assert [(m.kind, m.value) for m in matches] == masked
     assert [tuple(k) for k in kept_values] == kept
 
 
+@pytest.mark.parametrize("text, kept", [
+    ("Hotline z. B. 030 23125123", [("TELEFON", "030 23125123", "Hotline")]),  # "z. B." ends no sentence
+    ("Support am 3. Oktober: 030 23125123", [("TELEFON", "030 23125123", "Support")]),  # nor does an ordinal
+    ("Die Hotline ist zu. Rufen Sie 030 23125123 an.", []),  # a sentence end does: the cue is cut off
+])
+def test_the_cue_is_looked_for_back_to_the_sentence_start_of_rag_text_sentences(text, kept):
+    matches, kept_values = detect.scan(text)
+    assert [tuple(k) for k in kept_values] == kept and len(matches) == 1 - len(kept)
+
+
 def test_kept_values_are_described_for_explain():
-    kept = privacy.Kept("TELEFON", "0421 555 3090", "Hotline")
-    assert privacy.describe_kept(kept) == "Telefon behalten: 0421 555 3090 (Hotline)"
+    kept = detect.Kept("TELEFON", "0421 555 3090", "Hotline")
+    assert mask.describe_kept(kept) == "Telefon behalten: 0421 555 3090 (Hotline)"
 
 
 @pytest.mark.parametrize("spec, kinds", [
-    ("", set(privacy.KINDS)), (None, set(privacy.KINDS)),
-    ("-ADRESSE,-PLZ-ORT", set(privacy.KINDS) - {"ADRESSE", "PLZ-ORT"}),
-    (" iban , telefon ", {"IBAN", "TELEFON"}), ("alle,-NAME", set(privacy.KINDS) - {"NAME"}),
+    ("", set(detect.KINDS)), (None, set(detect.KINDS)),
+    ("-ADRESSE,-PLZ-ORT", set(detect.KINDS) - {"ADRESSE", "PLZ-ORT"}),
+    (" iban , telefon ", {"IBAN", "TELEFON"}), ("alle,-NAME", set(detect.KINDS) - {"NAME"}),
     ("IBAN,NAME,-NAME", {"IBAN"}),
 ])
 def test_kinds_are_switched_off_by_a_list(spec, kinds):
-    assert privacy.parse_kinds(spec) == kinds
+    assert mask.parse_kinds(spec) == kinds
 
 
 def test_an_unknown_kind_names_the_known_ones():
     with pytest.raises(ValueError, match="unbekannte Art ADRESSEN – bekannt sind IBAN, E-MAIL"):
-        privacy.parse_kinds("-ADRESSEN")
+        mask.parse_kinds("-ADRESSEN")
 
 
 def test_switched_off_kinds_are_neither_found_nor_masked():
     text = "Nordlicht Logistik GmbH, Hafenrandstraße 17, 20457 Hamburg, HRB 12345, Geschäftsführer Henrik Lorenzen"
-    own = privacy.parse_kinds("-ADRESSE,-PLZ-ORT,-HANDELSREGISTER")
-    assert [(m.kind, m.value) for m in privacy.find(text, kinds=own)] == [("NAME", "Henrik Lorenzen")]
-    assert privacy.Masker(kinds=own).mask(text) == ("Nordlicht Logistik GmbH, Hafenrandstraße 17, 20457 Hamburg, "
+    own = mask.parse_kinds("-ADRESSE,-PLZ-ORT,-HANDELSREGISTER")
+    assert [(m.kind, m.value) for m in detect.find(text, kinds=own)] == [("NAME", "Henrik Lorenzen")]
+    assert mask.Masker(kinds=own).mask(text) == ("Nordlicht Logistik GmbH, Hafenrandstraße 17, 20457 Hamburg, "
                                                      "HRB 12345, Geschäftsführer [NAME 1]")
 
 
@@ -420,50 +441,57 @@ def test_switched_off_kinds_are_neither_found_nor_masked():
     ("*@hansa-scantechnik.de", "Frau Focke: katrin.focke@hansa-scantechnik.de", ("E-MAIL", "katrin.focke@hansa-scantechnik.de")),
 ])
 def test_rag_pii_keep_keeps_values_and_patterns(keep, text, kept):
-    matches, kept_values = privacy.scan(text, keep=privacy.parse_keep(keep))
-    assert privacy.Kept(*kept, "RAG_PII_KEEP") in kept_values
+    matches, kept_values = detect.scan(text, keep=mask.parse_keep(keep))
+    assert detect.Kept(*kept, "RAG_PII_KEEP") in kept_values
     assert kept[1] not in [m.value for m in matches]
 
 
 def test_keep_entries_of_another_kind_do_not_apply():
-    assert privacy.parse_keep("ADRESSE:Weber, x") == [("ADRESSE", "Weber"), (None, "x")]
-    assert [m.value for m in privacy.find("Frau Weber", keep=privacy.parse_keep("ADRESSE:Weber"))] == ["Weber"]
+    assert mask.parse_keep("ADRESSE:Weber, x") == [("ADRESSE", "Weber"), (None, "x")]
+    assert [m.value for m in detect.find("Frau Weber", keep=mask.parse_keep("ADRESSE:Weber"))] == ["Weber"]
 
 
 # -- masking ---------------------------------------------------------------------------------------
 def test_same_value_gets_the_same_placeholder_in_any_spelling():
-    masker = privacy.Masker()
+    masker = mask.Masker()
     first = masker.mask(f"IBAN {IBAN}, Tel. 030 23125123")
     second = masker.mask("Nochmal: DE89370400440532013000 oder +49 30 23125123, neu: 030 23125124")
     assert first == "IBAN [IBAN 1], Tel. [TELEFON 1]"
     assert second == "Nochmal: [IBAN 1] oder [TELEFON 1], neu: [TELEFON 2]"
 
 
+def test_a_name_is_known_again_by_its_words_without_titles_and_particles():
+    assert mask.name_parts("Dr. Ursula von der Leyen") == ["Ursula", "Leyen"]
+    masker = mask.Masker()
+    assert masker.mask("Frau Dr. Ursula von der Leyen") == "Frau Dr. [NAME 1]"
+    assert masker.mask("Leyen und von") == "[NAME 1] und von"
+
+
 def test_a_new_masker_starts_counting_again():
-    assert privacy.mask("Tel. 030 23125124") == privacy.mask("Tel. 030 23125999") == "Tel. [TELEFON 1]"
+    assert mask.mask("Tel. 030 23125124") == mask.mask("Tel. 030 23125999") == "Tel. [TELEFON 1]"
 
 
 @pytest.mark.parametrize("item", POSITIVES, ids=lambda item: item["entities"][0]["kind"])
 def test_masking_leaves_no_original_value(item):
-    masked = privacy.mask(item["text"])
+    masked = mask.mask(item["text"])
     for entity in item["entities"]:
         assert entity["value"] not in masked
-        assert privacy.normalise(entity["kind"], entity["value"]) not in privacy._compact(masked)
+        assert detect.normalise(entity["kind"], entity["value"]) not in checks.compact(masked)
         assert f"[{entity['kind']} 1]" in masked
 
 
 def test_protect_copies_the_sources_and_leaves_them_alone():
     source = Source(1, "hr/a.md", 0, "Konto", f"IBAN {IBAN}", [{"rule": "secret:key-value", "match": "pass…"}])
-    question, shown, masker = privacy.protect(f"Wem gehört {IBAN}?", [source], "mask")
+    question, shown, masker = mask.protect(f"Wem gehört {IBAN}?", [source], "mask")
     assert question == "Wem gehört [IBAN 1]?" and shown[0].content == "IBAN [IBAN 1]"
     assert source.content == f"IBAN {IBAN}"  # what search returned is unchanged
     assert masker.mask(f"Das ist {IBAN}.") == "Das ist [IBAN 1]."  # the answer shares the numbering
 
-    question, flagged, masker = privacy.protect("Wem?", [source], "flag")
+    question, flagged, masker = mask.protect("Wem?", [source], "flag")
     assert flagged[0].content == source.content and masker.mask(IBAN) == IBAN
     assert [f["rule"] for f in flagged[0].flags] == ["secret:key-value", "pii:iban"]
     assert len(source.flags) == 1
-    assert privacy.protect("Wem?", [source], "off")[1] == [source]
+    assert mask.protect("Wem?", [source], "off")[1] == [source]
 
 
 # -- evaluate.py --pii ------------------------------------------------------------------------------
@@ -533,9 +561,9 @@ def pii_env(fake_embedding, tmp_path):
 
 def leaked(text, values=None):
     """The positive values found in `text`: as written (a whole word), or without spaces and dashes (numbers)."""
-    compact = privacy._compact(text)
+    compact = checks.compact(text)
     return [v for v in (VALUES if values is None else values) if re.search(r"(?<!\w)" + re.escape(v) + r"(?!\w)", text)
-            or any(c.isdigit() for c in v) and privacy._compact(v) in compact]
+            or any(c.isdigit() for c in v) and checks.compact(v) in compact]
 
 
 ALL = ["--mode", "vector", "--top-k", "60", "--max-per-file", "60", "--no-floor", "--whole-chunks"]  # every chunk in the prompt
@@ -554,8 +582,8 @@ def test_no_raw_value_in_prompt_json_context_or_audit_log(pii_env):
     assert "Frage: Mailbox: wem gehören die IBAN [IBAN 1] und die Adresse [E-MAIL 1]?" in prompts[0]
     assert out["question"] == "Mailbox: wem gehören die IBAN [IBAN 1] und die Adresse [E-MAIL 1]?"
     assert out["answer"].startswith("Laut [1] gehört [") and "iban 1" in out["query_text"]
-    values = {(e["kind"], privacy.normalise(e["kind"], e["value"])) for i in POSITIVES for e in i["entities"]}
-    values |= {(m.kind, privacy.normalise(m.kind, m.value)) for m in privacy.find(QUESTION)}
+    values = {(e["kind"], detect.normalise(e["kind"], e["value"])) for i in POSITIVES for e in i["entities"]}
+    values |= {(m.kind, detect.normalise(m.kind, m.value)) for m in detect.find(QUESTION)}
     placeholders = set(re.findall(r"\[(?:%s) \d+\]" % "|".join(LABELLED), prompts[0]))
     assert len(placeholders) == len(values)  # one placeholder per distinct value: all masked, none merged
     assert {"[NAME 1]", "[ADRESSE 1]", "[PLZ-ORT 1]", "[HANDELSREGISTER 1]", "[UST-ID 1]", "[STEUERNUMMER 1]",
@@ -578,8 +606,8 @@ def blind_set(name):
 
 def found_in_own_line(item):
     """The expected values of a line that the recogniser finds there (its misses are measured by evaluate.py)."""
-    found = {(m.kind, privacy.normalise(m.kind, m.value)) for m in privacy.find(item["text"])}
-    return [e for e in item["entities"] if (e["kind"], privacy.normalise(e["kind"], e["value"])) in found]
+    found = {(m.kind, detect.normalise(m.kind, m.value)) for m in detect.find(item["text"])}
+    return [e for e in item["entities"] if (e["kind"], detect.normalise(e["kind"], e["value"])) in found]
 
 
 @pytest.mark.parametrize("name", ["pii_blind.jsonl", "pii_blind2.jsonl", "pii_blind3.jsonl", "pii_blind4.jsonl"])

@@ -43,7 +43,7 @@ def test_real_index_stores_one_valid_vector_per_chunk(indexed):
     assert meta["embed_model"] == "multilingual-e5-small-q4_0.gguf" and meta["dim"] == "384" and meta["pooling"] == "mean"
     assert (meta["query_prefix"], meta["passage_prefix"]) == ("query: ", "passage: ")  # e5 was trained with them
     from rag.store import vectors as packed
-    rows = [(e, packed.read_vector(conn, i)) for i, e in conn.execute("SELECT id, embedding FROM docs")]
+    rows = [(e, packed.read_vectors(conn, [i])[i][0]) for i, e in conn.execute("SELECT id, embedding FROM docs")]
     assert len(rows) >= 14
     vectors = [json.loads(e) for e, _ in rows]
     assert all(len(v) == 384 and len(p) == 384 for v, (_, p) in zip(vectors, rows))

@@ -16,6 +16,7 @@ import pytest
 from conftest import SMALL_WIKI, run_script, write_wiki
 from rag.search import ranking as search
 from rag.store import sqlite as store
+from rag.store import sqlite_file
 from rag.store import vectors
 
 WAYS = [("python", 1), ("python", 3), ("numpy", 1), ("sqlite-vec", 1)]
@@ -33,11 +34,21 @@ def printed(values):
 
 def make_index(path, rows):
     """An index with only vectors: {doc_id: vector}; returns the open connection."""
-    conn = store.connect(str(path), create=True)
+    conn = sqlite_file.connect(str(path), create=True)
     with conn:
         for doc_id, vector in rows.items():
-            vectors.write_vector(conn, doc_id, vector)
+            sqlite_file.write_vector(conn, doc_id, vector)
     return conn
+
+
+def stored(conn):
+    """{doc_id: vector as floats} of every stored vector, read through the scan's `blocks`, by doc id."""
+    out = {}
+    for first, norms, vecs, dim in vectors.blocks(conn):
+        values = vectors.floats(vecs)
+        out.update((first + k, list(values[k * dim:(k + 1) * dim])) for k, n2 in enumerate(vectors.floats(norms, "d"))
+                   if n2)
+    return out
 
 
 def oracle(rows, q, limit):
@@ -72,16 +83,16 @@ def clustered_rows(rnd, n, dim):
 def test_slots_blocks_and_deletes(tmp_path):
     ids = [1, 2, 1023, 1024, 1025, 3000]
     conn = make_index(tmp_path / "k.db", {d: [float(d), 1.0, 0.0] for d in ids})
-    assert vectors.stored_ids(conn) == ids
+    assert list(stored(conn)) == ids
     assert [b for b, in conn.execute("SELECT block FROM vector_blocks ORDER BY block")] == [0, 1, 2]
-    assert vectors.read_vector(conn, 1025) == [1025.0, 1.0, 0.0]
-    assert vectors.read_vector(conn, 5) is None and vectors.read_vector(conn, 99999) is None
+    assert vectors.read_vectors(conn, [1025]) == {1025: ([1025.0, 1.0, 0.0], 1025.0 ** 2 + 1.0)}
+    assert vectors.read_vectors(conn, [5, 99999]) == {}
     with conn:
         conn.execute("DELETE FROM meta WHERE key = 'nothing'")  # opens the transaction
-        vectors.delete_vectors(conn, [1024, 1025, 3000, 7777])
-    assert vectors.stored_ids(conn) == [1, 2, 1023]
+        sqlite_file.delete_vectors(conn, [1024, 1025, 3000, 7777])
+    assert list(stored(conn)) == [1, 2, 1023]
     assert [b for b, in conn.execute("SELECT block FROM vector_blocks")] == [0]  # empty blocks dropped
-    assert vectors.read_vector(conn, 1024) is None
+    assert vectors.read_vectors(conn, [1024]) == {}
     block = conn.execute("SELECT vecs FROM vector_blocks WHERE block = 0").fetchone()[0]
     assert len(block) == vectors.BLOCK_SIZE * 3 * 4  # fixed slots: D float32 per doc id
 
@@ -90,11 +101,11 @@ def test_rolled_back_page_write_leaves_no_vector(tmp_path):
     conn = make_index(tmp_path / "k.db", {1: [1.0, 0.0]})
     with pytest.raises(RuntimeError):
         with conn:
-            vectors.write_vector(conn, 2, [0.0, 1.0])
-            vectors.write_vector(conn, 5000, [0.0, 1.0])  # a new block
-            vectors.delete_vectors(conn, [1])
+            sqlite_file.write_vector(conn, 2, [0.0, 1.0])
+            sqlite_file.write_vector(conn, 5000, [0.0, 1.0])  # a new block
+            sqlite_file.delete_vectors(conn, [1])
             raise RuntimeError("crash in the middle of a page")
-    assert vectors.stored_ids(conn) == [1] and vectors.read_vector(conn, 1) == [1.0, 0.0]
+    assert stored(conn) == {1: [1.0, 0.0]}
     assert conn.execute("SELECT COUNT(*) FROM vector_blocks").fetchone() == (1,)
 
 
@@ -113,7 +124,7 @@ def test_every_way_returns_the_exact_ranking(tmp_path, method, processes, data):
     conn = make_index(tmp_path / "k.db", rows)
     with conn:
         conn.execute("DELETE FROM meta WHERE key = 'nothing'")
-        vectors.delete_vectors(conn, range(500, 700))  # holes, as after edited pages
+        sqlite_file.delete_vectors(conn, range(500, 700))  # holes, as after edited pages
         for d in range(500, 700):
             del rows[d]
     available(conn, method)
@@ -203,8 +214,8 @@ def test_hybrid_cosines_match_the_vector_scan(small_index):
 # -- schema 1 -> 2 ---------------------------------------------------------------------------------
 def downgrade_to_v1(db):
     """Turn a schema-2 index back into schema 1: one `vectors` row per chunk (as before blocks)."""
-    conn = store.connect(db)
-    rows = [(d, vectors.pack(vectors.read_vector(conn, d))) for d in vectors.stored_ids(conn)]
+    conn = sqlite_file.connect(db)
+    rows = [(d, vectors.pack(v)) for d, v in stored(conn).items()]
     with conn:
         conn.execute("CREATE TABLE vectors (doc_id INTEGER PRIMARY KEY, vec BLOB NOT NULL)")
         conn.executemany("INSERT INTO vectors VALUES (?, ?)", rows)
@@ -225,7 +236,7 @@ def test_schema_1_is_migrated_on_first_use(small_index):
     conn = sqlite3.connect(db)
     assert conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone() == ("2",)
     assert conn.execute("SELECT name FROM sqlite_master WHERE name = 'vectors'").fetchone() is None
-    assert [(d, vectors.pack(vectors.read_vector(conn, d))) for d in vectors.stored_ids(conn)] == rows
+    assert [(d, vectors.pack(v)) for d, v in stored(conn).items()] == rows
 
 
 def test_schema_1_that_cannot_be_written_names_the_fix(small_index):
@@ -233,11 +244,11 @@ def test_schema_1_that_cannot_be_written_names_the_fix(small_index):
     downgrade_to_v1(db)
     read_only = sqlite3.connect(f"file:{db}?mode=ro", uri=True)  # read-only even for root
     with pytest.raises(store.StoreError, match="neu bauen mit: python3 build_index.py --rebuild"):
-        store.migrate_1_to_2(read_only, db)
+        sqlite_file.migrate_1_to_2(read_only, db)
     assert read_only.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone() == ("1",)
 
 
 def test_vector_ranking_keeps_its_signature(small_index):
-    conn = store.connect(small_index["RAG_DB"])
-    ranking = search.vector_ranking(conn, search.normalise([1.0, 0, 0, 0, 1.0]), 3)
+    conn = sqlite_file.connect(small_index["RAG_DB"])
+    ranking = store.as_store(conn).vector_scan(search.normalise([1.0, 0, 0, 0, 1.0]), 3).ranking
     assert len(ranking) == 3 and ranking == sorted(ranking, key=lambda t: (-t[0], t[1]))

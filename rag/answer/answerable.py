@@ -19,14 +19,17 @@ from pathlib import Path
 
 import requests
 
+from rag import config
 from rag.answer import prompt as answer
-from rag.models.llm import CONNECT_TIMEOUT, READ_TIMEOUT, LLMError, auth_headers, hint_start, http_error
+from rag.models.http import CONNECT_TIMEOUT, auth_headers
+from rag.models.llm import READ_TIMEOUT, LLMError, hint_start, http_error
 
 CHECK = "Beantworten die Quellen diese Frage ausdrücklich? Antworte nur mit ja oder nein."
 TOP = 10  # alternatives of the first token looked at
 YES, NO = ("ja", "yes"), ("nein", "ne", "no")  # first-token spellings, folded (" Ja" -> "ja", "Ne"+"in" -> "ne")
-MEASURED = Path(__file__).with_name("answerable.json")  # per answer model, written by `evaluate.py --answerable
-#          --tune --store` (the set, the command and the numbers are stored next to the threshold)
+MEASURED = Path(__file__).with_name("answerable.json")  # per answer model, shipped with the package (read only)
+STORED = "answerable.json"  # new measurements of `evaluate.py --answerable --tune --store`, in the cache dir
+#        (rag/config.py cache_dir) or a path given; the set, the command and the numbers stand next to the threshold
 DEFAULT_THRESHOLD = None  # no measured value for this model: no check (it would cost a prompt pass for nothing)
 
 
@@ -35,7 +38,7 @@ def check_messages(prefix):
 
     Example: prefix SYSTEM + "\\n\\nQuellen … Frage: x" -> [system, user "Quellen … Frage: x\\nBeantworten …"]
     """
-    return answer.split_chat(check_text(prefix))
+    return answer.split_chat(check_text(prefix), answer.SYSTEM)
 
 
 def check_text(prefix):
@@ -80,21 +83,41 @@ def p_yes(url, prefix, api_key=None, model_name=None, seed=0):
         return None
 
 
-def measured():
-    """{answer model name: {"threshold", "set", "command", …}} from MEASURED ({} if there is none)."""
+def stored_path(path=None):
+    """Where new measurements go: `path`, else STORED in the cache dir (never into the package).
+
+    Example: stored_path() -> ~/.cache/rag-ohne-magie/answerable.json (RAG_CACHE moves it)
+    """
+    return Path(path) if path else config.cache_dir() / STORED
+
+
+def read_table(path):
+    """Example: read_table(a missing file) -> {}"""
     try:
-        return json.loads(MEASURED.read_text(encoding="utf-8"))
+        return json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return {}
 
 
-def threshold(model):
+def measured(path=None):
+    """{answer model name: {"threshold", "set", "command", …}}: the stored measurements (stored_path) first,
+    then the shipped ones (MEASURED) for the models they do not name ({} if there is none)."""
+    return {**read_table(MEASURED), **read_table(stored_path(path))}
+
+
+def threshold(model, path=None):
     """The refusal threshold measured for an answer model (its file or server name), else DEFAULT_THRESHOLD."""
-    return measured().get(model or "", {}).get("threshold", DEFAULT_THRESHOLD)
+    return measured(path).get(model or "", {}).get("threshold", DEFAULT_THRESHOLD)
 
 
-def store(model, entry):
-    """Write the measured entry of one answer model into MEASURED (the others stay)."""
-    table = measured()
+def store(model, entry, path=None):
+    """Write the measured entry of one answer model into stored_path(path) (its other models stay); the path.
+
+    Example: store("qwen2.5-1.5b", {"threshold": 0.3}) -> ~/.cache/rag-ohne-magie/answerable.json
+    """
+    target = stored_path(path)
+    table = read_table(target)
     table[model] = entry
-    MEASURED.write_text(json.dumps(table, ensure_ascii=False, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(json.dumps(table, ensure_ascii=False, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    return target

@@ -27,13 +27,13 @@ kept only as its source's best unit), lists nested in tables, headings inside a 
 import re
 from collections import namedtuple
 
-from rag.text import german
+from rag.text import german, sentences
 
 BUDGET = 1600  # characters of source text in the prompt, all sources together (~480 tokens)
 FIRST_SHARE = 0.45  # the first source may use this share of BUDGET; the others share the rest
 PROCEDURE_MAX = 2000  # a how-to procedure longer than this is cut to its best units like any source (= SECTION_MAX)
 SHAPE_BONUS = 0.01  # best_section(): cosine bonus for a numbered list, code block or bullets, and the penalty for
-INTRO_PENALTY = 0.01  # a page's opening chunk (measured on the how-to questions of eval/answers.jsonl: README)
+INTRO_PENALTY = 0.01  # a page's opening chunk (measured on the how-to questions of eval/answers.jsonl: docs/messwerte.md)
 KEEP_RATIO = 0.5  # a unit is kept while its score is at least this share of its source's best unit
 
 Unit = namedtuple("Unit", "kind text")  # kind: sentence | item | row | code
@@ -54,9 +54,6 @@ LIST_ITEM = re.compile(r"^\s*(?:[-*+•]|\d{1,2}[.)])\s+")
 NUMBERED = re.compile(r"^\s*\d{1,2}[.)]\s+", re.M)
 BULLET = re.compile(r"^\s*[-*+•]\s+", re.M)
 FENCE = re.compile(r"^\s*(```|~~~)")
-ABBREVIATIONS = {"z", "b", "d", "h", "u", "a", "bzw", "ca", "nr", "abs", "dr", "inkl", "ggf", "evtl", "usw", "etc",
-                 "vgl", "s", "str", "tel", "bspw", "max", "min", "mind", "zzgl", "i", "e", "o", "v", "prof", "st"}
-SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-ZÄÖÜ0-9„\"'(`\[])")
 
 
 def kind(question, sources=()):
@@ -64,7 +61,7 @@ def kind(question, sources=()):
 
     A question is a how-to question by its words ("Wie lege ich …", "Was muss ich tun, wenn …",
     "… einrichten?"); a "wie" question that asks for a quantity or a name ("Wie lange …", "Wie heißt …")
-    is a fact question. `sources` is unused: the shape of a source did not help (measured, README).
+    is a fact question. `sources` is unused: the shape of a source did not help (measured, docs/messwerte.md).
     """
     if HOWTO.search(question):
         return "howto"
@@ -75,23 +72,6 @@ def kind(question, sources=()):
     return "fact"
 
 
-def sentences(paragraph):
-    """A paragraph cut at sentence ends, not after abbreviations or ordinals.
-
-    Example: sentences("Z. B. mit cm. Dann 2. Schritt. Fertig!") -> ["Z. B. mit cm.", "Dann 2. Schritt.", "Fertig!"]
-    """
-    out, start = [], 0
-    for match in SENTENCE_END.finditer(paragraph):
-        before = paragraph[start:match.start()]
-        last = re.findall(r"(\w+)[.!?]$", before)
-        if last and (last[0].lower() in ABBREVIATIONS or last[0].isdigit()):
-            continue
-        out.append(before)
-        start = match.end()
-    rest = paragraph[start:].strip()
-    return [s for s in out if s.strip()] + ([rest] if rest else [])
-
-
 def units(content):
     """The chunk text as whole units in order: code blocks, list items (with their continuation
     lines), table rows, and the sentences of every other paragraph. Joined with newlines, the units'
@@ -100,7 +80,7 @@ def units(content):
 
     def flush():
         if paragraph:
-            out.extend(Unit("sentence", s) for s in sentences(" ".join(x.strip() for x in paragraph)))
+            out.extend(Unit("sentence", s) for s in sentences.split(" ".join(x.strip() for x in paragraph)))
             paragraph.clear()
 
     for line in lines:
@@ -161,7 +141,7 @@ def steps(content):
     out = []
     for item in numbered:
         marker = NUMBERED.match(item.text).group(0)
-        said = sentences(" ".join(line.strip() for line in item.text[len(marker):].split("\n")))
+        said = sentences.split(" ".join(line.strip() for line in item.text[len(marker):].split("\n")))
         keep = said[:1]
         if said and "`" not in said[0]:
             keep += [s for s in said[1:] if "`" in s][:1]

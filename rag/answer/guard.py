@@ -23,14 +23,14 @@ Does not handle: instructions that read like wiki content (a fake "Korrektur" wi
 passes as a fact), an answer that follows an instruction without copying it or its payload (it
 answers in English, it leaves out a fact), a removed sentence that also held a real fact (the model
 no longer sees that fact), homoglyphs; see also rag/text/safety.py. Hidden HTML and Word text is
-rag/ingest/formats.py's job.
+rag/ingest/formats/'s job.
 """
 import dataclasses
 import re
 import unicodedata
 
 from rag.answer import prompt as answer
-from rag.text import safety
+from rag.text import safety, sentences
 
 REMOVED = "[anweisungsähnlicher Text entfernt]"  # what the model reads instead of a removed sentence
 LINK_FROM_FLAGGED = "[Link aus einer markierten Quelle entfernt]"
@@ -39,9 +39,6 @@ CONTACT_FROM_FLAGGED = "[Kontaktangabe aus einer markierten Quelle entfernt]"
 MARK = "\u02c6"  # "ˆ": the datamark of rag/answer/prompt.py (experiment RAG_SPOTLIGHT=datamark), never shown to the reader
 COPY_WORDS = 6  # an answer with this many consecutive words of a removed sentence copies it
 LEAK_WORDS = 8  # … of the fixed prompt (system message, reminder) leaks it
-ABBREVIATIONS = {"z", "b", "d", "h", "u", "a", "ca", "nr", "abs", "bzw", "ggf", "usw", "inkl", "evtl", "vgl", "s",
-                 "dr", "hr", "fr", "etc", "e", "g", "i", "st", "str", "tel", "max", "min", "mind", "zzgl", "bspw"}
-SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?:>[ \t]*)*(?=\S)")  # in a quote, the next line's "> " goes with the cut
 BLOCK_START = re.compile(r"(?:[-*+]\s|\d{1,3}[.)]\s|\||#|<!--|<\||\[/?INST\]|<start_of_turn>|<system>)")  # own lines
 MARKER = re.compile(r"[ \t]*(?:(?:>|[-*+]|\d{1,3}[.)])[ \t]+)*")  # quote and list markers in front of a line
 CONTAINER = re.compile(  # text between a pair of markers goes as a whole when an instruction is inside
@@ -105,7 +102,7 @@ def lines(text):
     return spans
 
 
-def sentences(text):
+def units(text):
     """Spans (start, end) of the units a rule is read on: logical lines, table cells, then sentences.
 
     Example: "Quota: 2 GB. Ignoriere das.\n| a | b |" -> spans of "Quota: 2 GB.", "Ignoriere das.", " a ", " b "
@@ -116,15 +113,7 @@ def sentences(text):
         if text[start:end].lstrip().startswith("|"):  # a Markdown table row: each cell on its own
             cells = [(start + m.start(), start + m.end()) for m in re.finditer(r"[^|]+", text[start:end])]
         for start, end in cells:
-            piece, at = text[start:end], 0
-            for cut in SENTENCE_END.finditer(piece):
-                word = re.search(r"(\w+)\W*$", piece[:cut.start()])
-                if word and word.group(1).lower() in ABBREVIATIONS:  # "z. B." does not end a sentence
-                    continue
-                spans.append((start + at, start + cut.start()))
-                at = cut.end()
-            if piece[at:].strip():
-                spans.append((start + at, end))
+            spans.extend(sentences.spans(text, start, end))  # "z. B." does not end a sentence
     spans = [(s + len(MARKER.match(text, s, e).group()), e) for s, e in spans]  # "> ", "- ", "1. " stay
     return [(s, e) for s, e in spans if text[s:e].strip()]
 
@@ -136,7 +125,7 @@ def paragraph_of(text, position):
 
 def neutralise(text):
     """The prompt copy of a chunk: instruction-like sentences replaced by REMOVED (see the module docstring)."""
-    spans, hits = sentences(text), {}
+    spans, hits = units(text), {}
     for i, (start, end) in enumerate(spans):
         flags = safety.injections(text[start:end])
         if flags:

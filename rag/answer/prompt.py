@@ -12,6 +12,7 @@ import os
 import re
 
 from rag.answer import context
+from rag.models.llm import split_chat  # noqa: F401  (split_chat(prompt, SYSTEM): the chat messages)
 
 NO_INFO = "Dazu habe ich keine Information."
 INSTRUCTIONS = (  # keep it short: small models lose long instructions
@@ -23,7 +24,7 @@ SYSTEM = (  # chat path (instruction models): always the same text and first, so
     # No example answer in here: a 1.5B model copied an example sentence "…drei Monate [2]." into 11 of
     # 20 answers. What the answer looks like (one sentence, or steps) is said after the question (TASKS),
     # so the system message and the sources stay one cached prefix for the answerability check and the
-    # answer (rag/answer/answerable.py). Measured variants: README "Antwortqualität".
+    # answer (rag/answer/answerable.py). Measured variants: docs/messwerte.md "Antwortqualität".
     "Du beantwortest Fragen zum IT-Wiki der Firma. Die Nachricht enthält nummerierte Quellen aus dem Wiki "
     "und danach die Frage.\n"
     "Regeln:\n"
@@ -46,7 +47,6 @@ TASKS = {  # chat: after the question, by question type (rag/answer/context.py k
               "wörtlich in `…` und am Ende [{n}]. Kein Codeblock. "
               f"Steht es nicht in den Quellen, antworte genau: {NO_INFO}"),
 }
-REMINDER = TASKS["fact"]  # the one-sentence task (kept under its old name for the tests and benchmarks)
 OPEN, CLOSE = "<<<QUELLE [{n}]: {where}>>>", "<<<ENDE QUELLE [{n}]>>>"  # [n]: as the answer cites it
 CITATION = re.compile(r"\[(\d+(?:\s*[,;]\s*\d+)*)\]")
 
@@ -110,18 +110,6 @@ def context_part(question, sources, chat=False, texts=None):
         parts += [OPEN.format(n=n, where=where), defuse(text), CLOSE.format(n=n), ""]
     parts.append(f"Frage: {question.strip()}")
     return "\n".join(parts)
-
-
-def split_chat(prompt):
-    """Chat messages from build_prompt(..., chat=True): the constant system message first.
-
-    Example: SYSTEM + "\n\nFrage: x" -> [{"role": "system", "content": SYSTEM}, {"role": "user", "content": "Frage: x"}]
-    A prompt without SYSTEM in front becomes one user message.
-    """
-    head = SYSTEM + "\n\n"
-    if prompt.startswith(head):
-        return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": prompt[len(head):]}]
-    return [{"role": "user", "content": prompt}]
 
 
 def describe_citations(citations):

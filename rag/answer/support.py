@@ -32,7 +32,7 @@ import re
 from rag.answer import context
 from rag.answer import factcheck
 from rag.answer.prompt import CITATION, NO_INFO
-from rag.text import german
+from rag.text import german, sentences
 
 SUPPORT = 0.5  # share of a statement's words one unit must hold to support it
 MIN_WORDS = 2  # statements with fewer content words ("Laut Quelle [2]:") are not checked
@@ -67,7 +67,7 @@ def located(answer):
             continue
         step = bool(STEP.match(line))
         own = numbers(line) if step else []  # an item's [n] covers each of its sentences
-        pos, parts = 0, context.sentences(line.strip())
+        pos, parts = 0, sentences.split(line.strip())
         for part in parts:
             start = line.find(part.strip(), pos)
             span = (start, start + len(part.strip()))

@@ -24,7 +24,7 @@ from rag import core
 from rag.answer import prompt as answer
 from rag.models.server_process import ServerProcess
 from rag.search import ranking as search
-from rag.store import sqlite as store
+from rag import store
 
 EMBED_PARALLEL = 2  # -np of the warm embedder: a question is short, two at once hardly wait
 # -t of the warm embedder. One thread embeds a question in ~16 ms; with llama.cpp's default (all cores)
@@ -88,16 +88,18 @@ def dumps(data):
 
 
 def folders(settings):
-    """The index's top-level folders, sorted. Example: pages mail/a.md, mail/b/c.md, x.md -> ["mail/"]"""
+    """The index's top-level folders, sorted, from either store; [] without an index.
+
+    Example: pages mail/a.md, mail/b/c.md, x.md -> ["mail/"]
+    """
     try:
-        conn = store.connect(settings.db)
+        index = store.open_store(settings.db)
     except store.StoreError:
         return []
     try:
-        rows = conn.execute("SELECT DISTINCT substr(path, 1, instr(path, '/')) FROM docs WHERE instr(path, '/') > 0")
-        return sorted(row[0] for row in rows)
+        return index.folders()
     finally:
-        conn.close()
+        index.close()
 
 
 def request_settings(settings, under=None, top_k=None, retrieve_only=False):

@@ -12,10 +12,16 @@ API get (rag/doors/common.py: `ask_rag.py --json`'s object plus the checks). std
 protocol messages; notes go to stderr. An expected failure (no index, unknown folder, model server
 down) is a tool result with isError and the German line, so the calling model can read it.
 
+An MCP client starts the server in a folder of its own and with a reduced environment, so the
+index comes from --db or RAG_DB in the client's configuration, as an absolute path. A missing index
+does not stop the server: it says so on stderr, and every tool call answers with the error line
+(and where a relative path was looked for), until the index is there.
+
 Does not handle: resources, prompts, sampling, progress or cancelling a running question, JSON-RPC
 batches, the HTTP transports, the stateless protocol revisions after 2025-11-25.
 """
 import json
+import os
 import sys
 
 from rag import core
@@ -65,9 +71,26 @@ def text_arg(arguments, name, required=True):
     return value.strip()
 
 
+def index_problem(settings):
+    """None when the index opens, else its German error line; a relative path says where it was looked for.
+
+    Example: --db knowledge.db, started in /home/anna -> "Index knowledge.db fehlt – … (gesucht in /home/anna; …)"
+    """
+    try:
+        core.open_index(settings)[0].close()
+    except core.CoreError as exc:
+        if "://" in settings.db or os.path.isabs(settings.db):
+            return str(exc)
+        return (f"{exc} (gesucht in {os.getcwd()}; in der Konfiguration des MCP-Clients --db oder RAG_DB "
+                f"mit absolutem Pfad angeben)")
+    return None
+
+
 def call(name, arguments, settings):
     """Run one tool; returns its JSON result (core.CoreError for expected failures)."""
     folder = text_arg(arguments, "folder", required=False)
+    if name in ("search_wiki", "ask_wiki") and (problem := index_problem(settings)):
+        raise core.CoreError(problem)
     if name == "search_wiki":
         k = arguments.get("k", core.TOP_K)
         if not isinstance(k, int) or isinstance(k, bool) or not 1 <= k <= MAX_K:
@@ -129,7 +152,9 @@ def error(mid, code, message):
 def serve(settings, stdin=None, stdout=None):
     """Answer JSON-RPC lines from stdin until it closes (the client ends the session)."""
     stdin, stdout = stdin or sys.stdin.buffer, stdout or sys.stdout.buffer
-    core.open_index(settings)[0].close()  # no index: say so now (one line on stderr, exit 1)
+    missing = index_problem(settings)  # no index: say so now, on stderr; the tools answer with it
+    if missing:
+        print(f"Warnung: {missing}", file=sys.stderr, flush=True)
     with doors.warm_embedder(settings) as note:
         print(f"MCP-Server bereit (stdio) · {note}", file=sys.stderr, flush=True)
         for line in stdin:

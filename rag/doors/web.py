@@ -153,178 +153,194 @@ class State:
         self.page, self.csp = text.encode("utf-8"), csp(text)
 
 
-def make_handler(state):
-    class Handler(BaseHTTPRequestHandler):
-        server_version = "rag-ohne-magie"
-        protocol_version = "HTTP/1.1"  # streams chunked, replies with Content-Length, connections kept
-        timeout = SOCKET_TIMEOUT
+class Handler(BaseHTTPRequestHandler):
+    """One request: the routes of the module docstring; the server's State holds the settings, key and gate."""
+    server_version = "rag-ohne-magie"
+    protocol_version = "HTTP/1.1"  # streams chunked, replies with Content-Length, connections kept
+    timeout = SOCKET_TIMEOUT
 
-        def setup(self):
-            super().setup()
-            self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # each event leaves at once
+    @property
+    def state(self):
+        return self.server.state
 
-        def log_message(self, *args):
-            pass
+    def setup(self):
+        super().setup()
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # each event leaves at once
 
-        # -- replies ---------------------------------------------------------------------------
-        def send_json(self, status, payload, headers=()):
-            body = doors.dumps(payload).encode("utf-8")
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json; charset=utf-8")
-            self.send_header("Content-Length", str(len(body)))
-            for name, value in headers:
-                self.send_header(name, value)
-            self.end_headers()
-            self.wfile.write(body)
+    def log_message(self, *args):
+        pass
 
-        def send_error_json(self, status, message, api=False, headers=()):
-            self.close_connection = True  # an unread request body must not be taken for the next request
-            kind = {401: "authentication_error", 503: "server_busy"}.get(status, "invalid_request_error")
-            self.send_json(status, openai_api.error(message, kind) if api else {"error": message}, headers)
+    # -- replies ---------------------------------------------------------------------------
+    def send_json(self, status, payload, headers=()):
+        body = doors.dumps(payload).encode("utf-8")
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json; charset=utf-8")
+        self.send_header("Content-Length", str(len(body)))
+        for name, value in headers:
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(body)
 
-        @contextlib.contextmanager
-        def stream(self):
-            """A text/event-stream response, chunked: each event is one HTTP chunk, sent at once."""
-            self.send_response(200)
-            self.send_header("Content-Type", "text/event-stream; charset=utf-8")
-            self.send_header("Cache-Control", "no-store")
-            self.send_header("X-Accel-Buffering", "no")  # a proxy in front must not hold the events back
-            self.send_header("Transfer-Encoding", "chunked")
-            self.end_headers()
-            self.close_connection = True
-            yield
-            self.wfile.write(b"0\r\n\r\n")
+    def send_error_json(self, status, message, api=False, headers=()):
+        self.close_connection = True  # an unread request body must not be taken for the next request
+        kind = {401: "authentication_error", 503: "server_busy"}.get(status, "invalid_request_error")
+        self.send_json(status, openai_api.error(message, kind) if api else {"error": message}, headers)
 
-        def send_event(self, data, event=None):
-            head = f"event: {event}\n" if event else ""
-            body = (f"{head}data: {data if isinstance(data, str) else doors.dumps(data)}\n\n").encode("utf-8")
-            self.wfile.write(b"%x\r\n%s\r\n" % (len(body), body))
+    @contextlib.contextmanager
+    def stream(self):
+        """A text/event-stream response, chunked: each event is one HTTP chunk, sent at once."""
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream; charset=utf-8")
+        self.send_header("Cache-Control", "no-store")
+        self.send_header("X-Accel-Buffering", "no")  # a proxy in front must not hold the events back
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        self.close_connection = True
+        yield
+        self.wfile.write(b"0\r\n\r\n")
 
-        # -- requests --------------------------------------------------------------------------
-        def authorised(self):
-            if key_ok(self.headers.get("Authorization"), state.key):
-                return True
-            self.send_error_json(401, "Schlüssel fehlt oder ist falsch – Authorization: Bearer SCHLÜSSEL senden "
-                                      "(--serve-key / RAG_SERVE_KEY)", api=self.path.startswith("/v1/"),
-                                 headers=[("WWW-Authenticate", 'Basic realm="RAG ohne Magie", charset="UTF-8"')])
-            return False
+    def send_page(self):
+        """The page, with its Content-Security-Policy."""
+        self.send_response(200)
+        for name, value in (("Content-Type", "text/html; charset=utf-8"), ("Content-Security-Policy", self.state.csp),
+                            ("X-Content-Type-Options", "nosniff"), ("Referrer-Policy", "no-referrer"),
+                            ("Cache-Control", "no-store"), ("Content-Length", str(len(self.state.page)))):
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(self.state.page)
 
-        def read_json(self):
-            """The request body as a JSON object, or None after an error reply."""
-            api = self.path.startswith("/v1/")
+    def send_event(self, data, event=None):
+        head = f"event: {event}\n" if event else ""
+        body = (f"{head}data: {data if isinstance(data, str) else doors.dumps(data)}\n\n").encode("utf-8")
+        self.wfile.write(b"%x\r\n%s\r\n" % (len(body), body))
+
+    # -- requests --------------------------------------------------------------------------
+    def authorised(self):
+        if key_ok(self.headers.get("Authorization"), self.state.key):
+            return True
+        self.send_error_json(401, "Schlüssel fehlt oder ist falsch – Authorization: Bearer SCHLÜSSEL senden "
+                                  "(--serve-key / RAG_SERVE_KEY)", api=self.path.startswith("/v1/"),
+                             headers=[("WWW-Authenticate", 'Basic realm="RAG ohne Magie", charset="UTF-8"')])
+        return False
+
+    def read_json(self):
+        """The request body as a JSON object, or None after an error reply."""
+        api = self.path.startswith("/v1/")
+        try:
+            length = int(self.headers.get("Content-Length") or 0)
+        except ValueError:
+            length = -1
+        if not 0 < length <= MAX_BODY:
+            self.send_error_json(413 if length > MAX_BODY else 400, f"Anfrage braucht einen JSON-Körper "
+                                 f"(Content-Length 1 bis {MAX_BODY} Bytes)", api)
+            return None
+        try:
+            body = json.loads(self.rfile.read(length))
+        except (ValueError, UnicodeDecodeError):
+            body = None
+        if not isinstance(body, dict):
+            self.send_error_json(400, "Anfrage ist kein JSON-Objekt – z. B. {\"question\": \"…\"} senden", api)
+            return None
+        return body
+
+    def do_GET(self):
+        if not self.authorised():
+            return
+        path = urlsplit(self.path).path
+        if path == "/":
+            self.send_page()
+        elif path == "/api/folders":
+            self.send_json(200, {"folders": doors.folders(self.state.settings)})
+        elif path == "/v1/models":
+            self.send_json(200, openai_api.models(doors.folders(self.state.settings)))
+        elif path == "/health":
+            self.send_json(200, {"status": "ok", "slots": self.state.gate.slots, "queue": self.state.gate.queue})
+        else:
+            self.send_error_json(404, f"{path} gibt es nicht – die Seite liegt unter /", path.startswith("/v1/"))
+
+    def do_POST(self):
+        if not self.authorised():
+            return
+        path = urlsplit(self.path).path
+        if path not in ("/api/ask", "/v1/chat/completions"):
+            return self.send_error_json(404, f"{path} gibt es nicht – POST /api/ask oder /v1/chat/completions",
+                                        path.startswith("/v1/"))
+        body = self.read_json()
+        if body is None:
+            return
+        api = path.startswith("/v1/")
+        try:
+            with self.state.gate.enter():
+                (self.ask_openai if api else self.ask_page)(body)
+        except Busy as busy:
+            self.send_error_json(503, str(busy), api, headers=[("Retry-After", str(busy.seconds))])
+        except (BrokenPipeError, ConnectionResetError, socket.timeout):
+            pass  # the reader went away; answer_events closed the model's stream
+
+    def first(self, events, api):
+        """The first event, or None after an error reply (an expected failure before any answer)."""
+        try:
+            return next(events)
+        except core.CoreError as exc:
+            self.send_error_json(400, str(exc), api)
+            return None
+
+    def ask_page(self, body):
+        under = body.get("under") if isinstance(body.get("under"), str) else None
+        question = body.get("question") if isinstance(body.get("question"), str) else ""
+        history = openai_api.turns(body.get("history"))  # the page's last turns: a follow-up is read against them
+        events = doors.answer_events(question, doors.request_settings(self.state.settings, under), history)
+        first = self.first(events, api=False)
+        if first is None:
+            return
+        with self.stream():
             try:
-                length = int(self.headers.get("Content-Length") or 0)
-            except ValueError:
-                length = -1
-            if not 0 < length <= MAX_BODY:
-                self.send_error_json(413 if length > MAX_BODY else 400, f"Anfrage braucht einen JSON-Körper "
-                                     f"(Content-Length 1 bis {MAX_BODY} Bytes)", api)
-                return None
-            try:
-                body = json.loads(self.rfile.read(length))
-            except (ValueError, UnicodeDecodeError):
-                body = None
-            if not isinstance(body, dict):
-                self.send_error_json(400, "Anfrage ist kein JSON-Objekt – z. B. {\"question\": \"…\"} senden", api)
-                return None
-            return body
-
-        def do_GET(self):
-            if not self.authorised():
-                return
-            path = urlsplit(self.path).path
-            if path == "/":
-                self.send_response(200)
-                for name, value in (("Content-Type", "text/html; charset=utf-8"), ("Content-Security-Policy", state.csp),
-                                    ("X-Content-Type-Options", "nosniff"), ("Referrer-Policy", "no-referrer"),
-                                    ("Cache-Control", "no-store"), ("Content-Length", str(len(state.page)))):
-                    self.send_header(name, value)
-                self.end_headers()
-                self.wfile.write(state.page)
-            elif path == "/api/folders":
-                self.send_json(200, {"folders": doors.folders(state.settings)})
-            elif path == "/v1/models":
-                self.send_json(200, openai_api.models(doors.folders(state.settings)))
-            elif path == "/health":
-                self.send_json(200, {"status": "ok", "slots": state.gate.slots, "queue": state.gate.queue})
-            else:
-                self.send_error_json(404, f"{path} gibt es nicht – die Seite liegt unter /", path.startswith("/v1/"))
-
-        def do_POST(self):
-            if not self.authorised():
-                return
-            path = urlsplit(self.path).path
-            if path not in ("/api/ask", "/v1/chat/completions"):
-                return self.send_error_json(404, f"{path} gibt es nicht – POST /api/ask oder /v1/chat/completions",
-                                            path.startswith("/v1/"))
-            body = self.read_json()
-            if body is None:
-                return
-            api = path.startswith("/v1/")
-            try:
-                with state.gate.enter():
-                    (self.ask_openai if api else self.ask_page)(body)
-            except Busy as busy:
-                self.send_error_json(503, str(busy), api, headers=[("Retry-After", str(busy.seconds))])
-            except (BrokenPipeError, ConnectionResetError, socket.timeout):
-                pass  # the reader went away; answer_events closed the model's stream
-
-        def first(self, events, api):
-            """The first event, or None after an error reply (an expected failure before any answer)."""
-            try:
-                return next(events)
+                for kind, data in itertools.chain([first], events):
+                    self.send_event(data, kind)
             except core.CoreError as exc:
-                self.send_error_json(400, str(exc), api)
-                return None
+                self.send_event({"error": str(exc)}, "error")
 
-        def ask_page(self, body):
-            under = body.get("under") if isinstance(body.get("under"), str) else None
-            question = body.get("question") if isinstance(body.get("question"), str) else ""
-            history = openai_api.turns(body.get("history"))  # the page's last turns: a follow-up is read against them
-            events = doors.answer_events(question, doors.request_settings(state.settings, under), history)
-            first = self.first(events, api=False)
-            if first is None:
-                return
-            with self.stream():
-                try:
-                    for kind, data in itertools.chain([first], events):
-                        self.send_event(data, kind)
-                except core.CoreError as exc:
-                    self.send_event({"error": str(exc)}, "error")
+    def ask_openai(self, body):
+        question, history = openai_api.question_and_history(body.get("messages"))
+        model = body.get("model") if isinstance(body.get("model"), str) else openai_api.MODEL
+        under = body.get("under") if isinstance(body.get("under"), str) else openai_api.folder_of(model)
+        events = doors.answer_events(question, doors.request_settings(self.state.settings, under), history)
+        first = self.first(events, api=True)
+        if first is None:
+            return
+        if body.get("stream") is not True:
+            try:
+                result = [data for kind, data in itertools.chain([first], events) if kind == "done"][0]
+            except core.CoreError as exc:
+                return self.send_error_json(502, str(exc), api=True)
+            return self.send_json(200, openai_api.completion(result, model))
+        cid, streamed = openai_api.new_id(), False
+        with self.stream():
+            self.send_event(openai_api.chunk(cid, model, {"role": "assistant", "content": ""}))
+            try:
+                for kind, data in itertools.chain([first], events):
+                    if kind == "searched" and openai_api.searched_line(data):
+                        self.send_event(openai_api.chunk(cid, model, {"content": openai_api.searched_line(data)}))
+                    elif kind == "piece":
+                        streamed = True
+                        self.send_event(openai_api.chunk(cid, model, {"content": data["text"]}))
+                    elif kind == "done":
+                        text = ("" if streamed else data["answer"] or "") + openai_api.footnotes(data)
+                        self.send_event(openai_api.chunk(cid, model, {"content": text}))
+                        self.send_event(openai_api.chunk(cid, model, finish="stop", result=data))
+            except core.CoreError as exc:
+                self.send_event(openai_api.error(str(exc), "server_error"))
+            self.send_event("[DONE]")
 
-        def ask_openai(self, body):
-            question, history = openai_api.question_and_history(body.get("messages"))
-            model = body.get("model") if isinstance(body.get("model"), str) else openai_api.MODEL
-            under = body.get("under") if isinstance(body.get("under"), str) else openai_api.folder_of(model)
-            events = doors.answer_events(question, doors.request_settings(state.settings, under), history)
-            first = self.first(events, api=True)
-            if first is None:
-                return
-            if body.get("stream") is not True:
-                try:
-                    result = [data for kind, data in itertools.chain([first], events) if kind == "done"][0]
-                except core.CoreError as exc:
-                    return self.send_error_json(502, str(exc), api=True)
-                return self.send_json(200, openai_api.completion(result, model))
-            cid, streamed = openai_api.new_id(), False
-            with self.stream():
-                self.send_event(openai_api.chunk(cid, model, {"role": "assistant", "content": ""}))
-                try:
-                    for kind, data in itertools.chain([first], events):
-                        if kind == "searched" and openai_api.searched_line(data):
-                            self.send_event(openai_api.chunk(cid, model, {"content": openai_api.searched_line(data)}))
-                        elif kind == "piece":
-                            streamed = True
-                            self.send_event(openai_api.chunk(cid, model, {"content": data["text"]}))
-                        elif kind == "done":
-                            text = ("" if streamed else data["answer"] or "") + openai_api.footnotes(data)
-                            self.send_event(openai_api.chunk(cid, model, {"content": text}))
-                            self.send_event(openai_api.chunk(cid, model, finish="stop", result=data))
-                except core.CoreError as exc:
-                    self.send_event(openai_api.error(str(exc), "server_error"))
-                self.send_event("[DONE]")
 
-    return Handler
+class Server(ThreadingHTTPServer):
+    """The threading HTTP server with the door's State; IPv6 when the host has a colon."""
+    daemon_threads = True
+
+    def __init__(self, address, state):
+        self.address_family = socket.AF_INET6 if ":" in address[0] else socket.AF_INET
+        self.state = state
+        super().__init__(address, Handler)
 
 
 
@@ -334,11 +350,9 @@ def serve(settings, host=HOST, port=PORT, key=None, slots=None, queue=None):
         raise core.CoreError(f"--host {host} ist von anderen Rechnern erreichbar – nur mit Schlüssel starten "
                              f"(--serve-key / RAG_SERVE_KEY) oder --host 127.0.0.1")
     core.open_index(settings)[0].close()  # no index: say so now, not at the first question
-    server_class = type("Server", (ThreadingHTTPServer,), {"daemon_threads": True,
-                                                            "address_family": socket.AF_INET6 if ":" in host else socket.AF_INET})
     state = State(settings, key, None)
     try:
-        httpd = server_class((host, port), make_handler(state))
+        httpd = Server((host, port), state)
     except OSError as exc:
         raise core.CoreError(f"{host}:{port} lässt sich nicht öffnen ({exc.strerror}) – anderen Port mit --port wählen")
     slots = slots or answer_slots(settings)

@@ -1,1 +1,3 @@
-"""From files to chunks: reading pages and front matter (pages), chunking, the formats (PDF, HTML, Word), hidden text, and the indexing run."""
+"""From files to an index, the steps of build_index.py: pages (read, convert, front matter, what changed),
+chunking, embed_chunks (the transports), indexing (embed and store, one transaction per page), report,
+watch (--watch); formats/ (PDF, HTML, Word) and hidden (text a reader does not see)."""

@@ -6,7 +6,7 @@
     describe(Counter({COMMENT: 2, INVISIBLE: 1}))  -> "2 HTML-Kommentare, 1 unsichtbares Zeichen"
 
 Hidden text is where injected instructions hide: a reader sees the page without them, a model
-would read them. rag/ingest/formats.py drops HTML comments, elements hidden by display:none,
+would read them. rag/ingest/formats/ drops HTML comments, elements hidden by display:none,
 visibility:hidden, opacity:0, the hidden attribute or aria-hidden="true", tiny text (font-size at
 most TINY_PX) and white text without a dark background, and Word runs with w:vanish, white colour
 or a tiny size; build_index.py removes INVISIBLE_CHARS from every page (Markdown too) and prints

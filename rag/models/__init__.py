@@ -1,1 +1,3 @@
-"""The models, over their processes and HTTP: one HTTP client (http), embeddings (embedding, embed_binary, embed_server), the answer server (llm), starting llama-server (server_process)."""
+"""The models, over their processes and HTTP: one HTTP client (http), embeddings (embedding: the shared contract;
+embed_binary, embed_server; embed_query: a question's vectors), the answer server (llm), starting llama-server
+(server_process)."""

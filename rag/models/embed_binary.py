@@ -12,16 +12,18 @@ tokens of a prompt, and -c/-b/-ub of that size never fail with "exceeds batch si
 
 Models with a fixed position table (MAX_TOKENS, e.g. e5: 512) get -c/-b/-ub no larger than that;
 a longer prompt is cut by characters after llama-embedding refuses it (embed_too_long).
-Prefixes such as e5's "passage: " are the caller's job (prefixes_for).
+Prefixes such as e5's "passage: " are the caller's job (prefixes_for); the vector checks and the
+error are rag/models/embedding.py's.
 
 Does not handle: tokenizer-exact sizing (no tokenizer here), GPU offload flags.
 """
 import json
-import math
 import os
 import re
 import subprocess
 import tempfile
+
+from rag.models.embedding import EmbeddingError, check_vectors
 
 SEPARATOR = "<#sep#>"  # --embd-separator; the default "\n" would split multi-line chunks
 MIN_CONTEXT = 512  # -c/-b/-ub never smaller than this
@@ -36,10 +38,6 @@ MAX_TOKENS = {  # model file -> tokens per prompt (fixed position table; llama.c
     "multilingual-e5-small-q4_0.gguf": 512,
 }
 TOO_LONG = "exceeds batch size"  # llama-embedding's error for a prompt longer than -b
-
-
-class EmbeddingError(Exception):
-    """llama-embedding failed or printed something we cannot trust; the message is German."""
 
 
 def prefixes_for(model):
@@ -132,32 +130,6 @@ def parse_output(stdout, expected):
     return check_vectors(vectors, expected)
 
 
-def check_vectors(vectors, expected, source="llama-embedding"):
-    """Raise EmbeddingError unless there are `expected` vectors of one length, finite and non-zero.
-
-    Shared by llama-embedding's output and OpenAI-compatible servers (rag/models/embed_server.py).
-    Example: check_vectors([[0.6, 0.8]], 1) -> [[0.6, 0.8]];  check_vectors([[0.0, 0.0]], 1) -> EmbeddingError
-    """
-    if len(vectors) != expected:
-        raise EmbeddingError(f"{source} lieferte {len(vectors)} statt {expected} Vektoren – "
-                             "nichts aus diesem Batch gespeichert; Version des Embedders prüfen.")
-    dims = {len(v) if isinstance(v, list) else 0 for v in vectors}
-    if len(dims) != 1 or 0 in dims:
-        raise EmbeddingError(f"{source} lieferte Vektoren unterschiedlicher Länge {sorted(dims)}.")
-    for v in vectors:
-        if not all(isinstance(x, (int, float)) and math.isfinite(x) for x in v):
-            raise EmbeddingError(f"{source} lieferte NaN/Inf – anderes Modell oder --pooling prüfen.")
-        if not any(v):
-            raise EmbeddingError(f"{source} lieferte einen Nullvektor – anderes Modell prüfen.")
-    return vectors
-
-
-def normalize(vector):
-    """L2-normalise (servers may not): normalize([3.0, 4.0]) -> [0.6, 0.8]"""
-    norm = math.sqrt(math.fsum(x * x for x in vector))
-    return [x / norm for x in vector]
-
-
 def embed_texts(texts, binary, model, threads=None, timeout=None):
     """Embed `texts` with one llama-embedding process; returns one vector per text, in order."""
     if not texts:
@@ -210,42 +182,3 @@ def embed_too_long(texts, binary, model, threads, timeout, message):
     if keep >= len(texts[0]) or keep < 1:
         raise EmbeddingError(f"llama-embedding: {message[:200]}")
     return embed_texts([texts[0][:keep]], binary, model, threads, timeout)
-
-
-def query_vectors(questions, meta, model, binary, via="binary", url=None, model_name=None, api_key=None):
-    """The vectors of `questions` (the question and its expansions, in one call) from the same model as
-    the index `meta` describes, each with the query prefix the index stored (e5: "query: ");
-    EmbeddingError with the rebuild command when the model differs.
-
-    via "binary": llama-embedding with the GGUF `model`; "server": any OpenAI-compatible /v1/embeddings at `url`.
-    """
-    built, built_size = meta.get("embed_model"), meta.get("embed_model_size")
-    questions = [stored_query_prefix(meta, model) + question for question in questions]
-    if via == "server":  # rag/models/embed_server.py
-        from rag.models import embed_server as embed_client
-        vecs, served = embed_client.embed_texts(questions, url, model_name, api_key)
-        if built and served != built:
-            raise EmbeddingError(
-                f"der Embedding-Server unter {url} rechnet mit {served or 'unbekanntem Modell'}, der Index wurde "
-                f"mit {built} gebaut – Server mit demselben Modell starten (--embed-model-name) oder neu bauen: "
-                f"python3 build_index.py --rebuild --embed-via server")
-        return [check_dim(vec, meta) for vec in vecs]
-    if not os.path.isfile(model):
-        raise EmbeddingError(f"Embedding-Modell {model} nicht gefunden – einrichten mit: "
-                             f"python3 scripts/setup_llama.py (oder --model / RAG_EMBED_MODEL)")
-    name, size = os.path.basename(model), str(os.path.getsize(model))
-    if built and (built != name or (built_size and built_size != size)):  # size unknown: built by a server
-        if built == name:  # same name, another file: show the sizes, or the message names one model twice
-            built, name = f"{built} ({built_size} Bytes)", f"{name} ({size} Bytes)"
-        raise EmbeddingError(f"der Index wurde mit {built} (Dimension {meta.get('dim')}) gebaut, eingestellt ist "
-                             f"{name} – dasselbe Modell angeben (--model/RAG_EMBED_MODEL) oder neu bauen: "
-                             f"python3 build_index.py --rebuild")
-    return [check_dim(vec, meta) for vec in embed_texts(questions, binary, model)]
-
-
-def check_dim(vec, meta):
-    """The vector, if its dimension is the index's (else EmbeddingError naming the rebuild)."""
-    if meta.get("dim") and str(len(vec)) != meta["dim"]:
-        raise EmbeddingError(f"Frage-Vektor hat Dimension {len(vec)}, der Index {meta['dim']} – gleiches Modell "
-                             f"verwenden oder neu bauen: python3 build_index.py --rebuild")
-    return vec

@@ -20,15 +20,13 @@ multilingual-e5 with 512 tokens) is cut to fit by embed_fitted, like rag/models/
 Does not handle: base64 or token-array inputs, retries, rate limits, other servers' errors for
 too-long inputs (their message is shown; Ollama and TEI truncate by themselves).
 """
-import requests
+from rag.models import http
+from rag.models.embedding import EmbeddingError, check_vectors
+from rag.models.http import base_url
+from rag.store.vectors import normalise
 
-from rag.models import embed_binary as embedder
-from rag.models.embed_binary import EmbeddingError
-
-CONNECT_TIMEOUT = 5  # seconds to reach the server
 READ_TIMEOUT = 120  # seconds for one request, plus PER_TEXT_TIMEOUT per text in it
 PER_TEXT_TIMEOUT = 2
-AUTH_HINT = "API-Schlüssel fehlt oder ist falsch – --api-key / RAG_API_KEY setzen"
 TOO_LONG = "exceed_context_size_error"  # llama-server's error type for a prompt longer than the context
 
 
@@ -38,23 +36,6 @@ class TooLong(EmbeddingError):
     def __init__(self, message, tokens, limit):
         super().__init__(message)
         self.tokens, self.limit = tokens, limit
-
-
-def base_url(url):
-    """The server part of an OpenAI-style URL.
-
-    Example: base_url("http://127.0.0.1:11434/v1/embeddings") -> "http://127.0.0.1:11434"
-    """
-    url = url.rstrip("/")
-    for suffix in ("/embeddings", "/v1"):
-        if url.endswith(suffix):
-            url = url[:-len(suffix)]
-    return url
-
-
-def auth_headers(api_key):
-    """Example: auth_headers("geheim") -> {"Authorization": "Bearer geheim"}; auth_headers(None) -> {}"""
-    return {"Authorization": f"Bearer {api_key}"} if api_key else {}
 
 
 def model_label(name):
@@ -69,36 +50,15 @@ def model_label(name):
 
 
 def hint_start(url):
-    port = base_url(url).rsplit(":", 1)[-1] if base_url(url).count(":") >= 2 else "8080"
-    return (f"starten mit: llama-server -m MODELL.gguf --embeddings --pooling mean --host 127.0.0.1 --port {port} "
-            f"(oder --embed-url / RAG_EMBED_URL prüfen)")
-
-
-def error_detail(response):
-    """The server's own error message, short. Example: '{"error": {"message": "x"}}' -> "x" """
-    try:
-        payload = response.json()
-    except ValueError:
-        return response.text.strip()[:200] or "?"
-    error = payload.get("error") if isinstance(payload, dict) else None
-    if isinstance(error, dict):
-        error = error.get("message")
-    return str(error or (payload.get("detail") if isinstance(payload, dict) else None) or payload)[:200]
+    return http.start_hint(url, "--embeddings --pooling mean ") + " (oder --embed-url / RAG_EMBED_URL prüfen)"
 
 
 def request(method, url, path, api_key, timeout, body=None):
-    """One HTTP call; expected failures become EmbeddingError with one German line."""
-    try:
-        response = requests.request(method, base_url(url) + path, json=body, headers=auth_headers(api_key),
-                                    timeout=(CONNECT_TIMEOUT, timeout))
-    except requests.ConnectionError:
-        raise EmbeddingError(f"Embedding-Server unter {base_url(url)} nicht erreichbar – {hint_start(url)}")
-    except requests.Timeout:
-        raise EmbeddingError(f"Embedding-Server unter {base_url(url)} antwortete nicht innerhalb von {timeout} s – "
-                             f"Server prüfen, RAG_EMBED_TIMEOUT erhöhen oder Batch verkleinern (RAG_EMBED_BATCH)")
-    if response.status_code in (401, 403):
-        raise EmbeddingError(f"Embedding-Server unter {base_url(url)}: {AUTH_HINT}")
-    return response
+    """One HTTP call (rag/models/http.py); expected failures become EmbeddingError with one German line."""
+    server = http.Server(base_url(url), EmbeddingError, name="Embedding-Server", start_hint=hint_start(url),
+                         slow_hint="Server prüfen, RAG_EMBED_TIMEOUT erhöhen oder Batch verkleinern (RAG_EMBED_BATCH)",
+                         api_key=api_key)
+    return server.send(method, path, timeout, json=body)
 
 
 def served_model(url, api_key=None, timeout=READ_TIMEOUT):
@@ -125,7 +85,7 @@ def parse_embeddings(response, url, expected):
             pass
     if response.status_code != 200:
         raise EmbeddingError(f"{where} liefert keine Embeddings (HTTP {response.status_code}: "
-                             f"{error_detail(response)}) – llama-server mit --embeddings --pooling mean starten, "
+                             f"{http.error_detail(response)}) – llama-server mit --embeddings --pooling mean starten, "
                              f"Modellname prüfen (--embed-model-name) oder --embed-via binary verwenden")
     try:
         payload = response.json()
@@ -134,8 +94,8 @@ def parse_embeddings(response, url, expected):
     except (ValueError, KeyError, TypeError):
         raise EmbeddingError(f"{where} lieferte keine lesbare Antwort (kein JSON im OpenAI-Format) – "
                              f"ist das ein OpenAI-kompatibler /v1/embeddings-Endpunkt?")
-    vectors = embedder.check_vectors(vectors, expected, source=where)
-    return [embedder.normalize(v) for v in vectors], payload.get("model")
+    vectors = check_vectors(vectors, expected, source=where)
+    return [normalise(v) for v in vectors], payload.get("model")
 
 
 def embed_texts(texts, url, model_name=None, api_key=None, timeout=None, identify=True):

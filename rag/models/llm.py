@@ -9,7 +9,8 @@ post's plain prompt on `/v1/completions`, where a small base model rambles and r
 there the answer is held to one line (a GBNF grammar) and stops at an invented source block.
 Streaming is Server-Sent Events: one `data: {…}` line per token, the last chunk carries
 `finish_reason` and `timings`, then `data: [DONE]`.
-Every request has a timeout; every failure becomes LLMError with one German line.
+Every request has a timeout that grows with the prompt and max_tokens (rag/models/http.py); every failure
+becomes LLMError with one German line. `split_chat` turns a chat prompt into its system and user messages.
 Other OpenAI-compatible servers work too (Ollama, vLLM): an API key goes out as
 `Authorization: Bearer …` on every request, a model name as `model`; without /props (llama-server
 only) the chat template is assumed and the model name comes from /v1/models.
@@ -19,12 +20,10 @@ ONE_LINE for those), llama-server's extra fields (grammar, dry_multiplier) on se
 """
 import json
 
-import requests
+from rag.models import http
+from rag.models.http import CONNECT_TIMEOUT
 
-from rag.answer import prompt as answer
-
-CONNECT_TIMEOUT = 5  # seconds to reach the server
-READ_TIMEOUT = 120  # seconds the server may stay silent between two tokens
+READ_TIMEOUT = 120  # seconds the server may stay silent between two tokens (plus the prompt's reading time)
 TEMPERATURE = 0.0  # deterministic answers
 DRY_MULTIPLIER = 0.8  # "don't repeat yourself" sampler against loops (0 = off); plain prompt only: on the chat
 #                path it garbled copied commands ("cm user/jana.kruse/Sent" -> "cm user/jana.krUSE/Sent")
@@ -40,29 +39,31 @@ class LLMError(Exception):
 
 
 def hint_start(url):
-    port = url.rsplit(":", 1)[-1].strip("/") if url.count(":") >= 2 else "8080"
-    return f"starten mit: llama-server -m MODELL.gguf --host 127.0.0.1 --port {port}"
+    return http.start_hint(url)
 
 
-AUTH_HINT = "API-Schlüssel fehlt oder ist falsch – --api-key / RAG_API_KEY setzen"
+def server(url, api_key=None):
+    """The answer server as rag/models/http.py reaches it."""
+    return http.Server(url, LLMError, start_hint=hint_start(url), slow_hint="Server prüfen oder neu starten",
+                       api_key=api_key, auth_name="Server")
 
 
-def auth_headers(api_key):
-    """Example: auth_headers("geheim") -> {"Authorization": "Bearer geheim"}; auth_headers(None) -> {}"""
-    return {"Authorization": f"Bearer {api_key}"} if api_key else {}
+def split_chat(prompt, system):
+    """Chat messages from a prompt that begins with the system message and a blank line.
+
+    Example: split_chat("Regeln.\n\nFrage: x", "Regeln.")
+             -> [{"role": "system", "content": "Regeln."}, {"role": "user", "content": "Frage: x"}]
+    A prompt without `system` in front becomes one user message.
+    """
+    head = system + "\n\n"
+    if prompt.startswith(head):
+        return [{"role": "system", "content": system}, {"role": "user", "content": prompt[len(head):]}]
+    return [{"role": "user", "content": prompt}]
 
 
-def send(method, url, path, timeout, api_key=None, **kwargs):
+def send(method, url, path, timeout, api_key=None, retries=0, **kwargs):
     """One request, not streamed; unreachable, silent, key refused, model loading: LLMError (one line)."""
-    try:
-        response = requests.request(method, url.rstrip("/") + path, headers=auth_headers(api_key),
-                                    timeout=(CONNECT_TIMEOUT, timeout), **kwargs)
-    except requests.ConnectionError:
-        raise LLMError(f"llama-server unter {url} nicht erreichbar – {hint_start(url)}")
-    except requests.Timeout:
-        raise LLMError(f"llama-server unter {url} antwortet nicht (Timeout) – Server prüfen oder neu starten")
-    if response.status_code in (401, 403):
-        raise LLMError(f"Server unter {url}: {AUTH_HINT}")
+    response = server(url, api_key).send(method, path, timeout, retries=retries, **kwargs)
     if response.status_code == 503:
         raise LLMError(f"llama-server unter {url} lädt noch das Modell – kurz warten und erneut fragen")
     return response
@@ -70,7 +71,7 @@ def send(method, url, path, timeout, api_key=None, **kwargs):
 
 def get_json(url, path, timeout=CONNECT_TIMEOUT, api_key=None, missing=False):
     """GET url+path as JSON; `missing=True`: None for 404 (an endpoint only llama-server has)."""
-    response = send("GET", url, path, timeout, api_key)
+    response = send("GET", url, path, timeout, api_key, retries=1)
     if missing and response.status_code in (404, 405):
         return None
     if path == "/health" and response.status_code == 200:
@@ -124,18 +125,8 @@ def http_error(response, where=""):
 
     Example: HTTP 500 {"error": {"message": "KV-Cache voll"}} -> "llama-server meldet HTTP 500: KV-Cache voll – Server-Log prüfen"
     """
-    try:
-        detail = error_text(response.json())
-    except ValueError:
-        detail = response.text[:200]
-    return LLMError(f"llama-server meldet HTTP {response.status_code}{where}: {detail} – Server-Log prüfen")
-
-
-def error_text(payload):
-    error = payload.get("error") if isinstance(payload, dict) else None
-    if isinstance(error, dict):
-        return error.get("message") or json.dumps(error, ensure_ascii=False)
-    return str(error)
+    return LLMError(f"llama-server meldet HTTP {response.status_code}{where}: {http.error_detail(response)} – "
+                    f"Server-Log prüfen")
 
 
 def with_prefill(pieces, prefill):
@@ -173,79 +164,83 @@ def trimmed(pieces):
             held += piece
 
 
-def stream_answer(url, prompt, chat, max_tokens, timings=None, api_key=None, model_name=None, prefill=None):
+def stream_answer(url, prompt, chat, max_tokens, timings=None, api_key=None, model_name=None, prefill=None,
+                  system=""):
     """Yield the answer text as it is generated; fill `timings` (a dict) from the last chunk.
 
-    `model_name` goes out as "model" (Ollama, vLLM need it), `api_key` as a Bearer token; `prefill`
-    (chat only): the start of the answer, which the model continues (llama-server).
+    `model_name` goes out as "model" (Ollama, vLLM need it), `api_key` as a Bearer token; chat: `system`
+    is the system message the prompt begins with (split_chat); `prefill` (chat only): the start of the
+    answer, which the model continues (llama-server).
     """
-    pieces = stream_pieces(url, prompt, chat, max_tokens, timings, api_key, model_name, prefill)
+    body = request_body(prompt, chat, max_tokens, model_name, prefill, system)
+    pieces = stream_pieces(url, body, chat, timings, api_key, http.read_timeout(READ_TIMEOUT, prompt))
     return with_prefill(pieces, prefill) if prefill and chat else pieces
 
 
-def stream_pieces(url, prompt, chat, max_tokens, timings, api_key, model_name, prefill):
-    endpoint = "/v1/chat/completions" if chat else "/v1/completions"
+def request_body(prompt, chat, max_tokens, model_name, prefill, system):
+    """The JSON of a streamed completion: chat messages, or the plain prompt held to one line."""
     body = {"stream": True, "max_tokens": max_tokens, "temperature": TEMPERATURE, "cache_prompt": True}
     if model_name:
         body["model"] = model_name
     if chat:
-        body["messages"] = answer.split_chat(prompt)  # constant system message first, then sources + question
+        body["messages"] = split_chat(prompt, system)  # constant system message first, then sources + question
         if prefill:
             body["messages"].append({"role": "assistant", "content": prefill})
         body["stop"] = STOP  # a small chat model, too, may go on writing a source block of its own
     else:
         body.update(prompt=prompt, grammar=ONE_LINE, stop=STOP, dry_multiplier=DRY_MULTIPLIER)
-    try:
-        response = requests.post(url.rstrip("/") + endpoint, json=body, stream=True, headers=auth_headers(api_key),
-                                 timeout=(CONNECT_TIMEOUT, READ_TIMEOUT))
-    except requests.ConnectionError:
-        raise LLMError(f"llama-server unter {url} nicht erreichbar – {hint_start(url)}")
-    except requests.Timeout:
-        raise LLMError(f"llama-server unter {url} antwortet nicht (Timeout {READ_TIMEOUT} s) – Server prüfen")
+    return body
+
+
+def stream_pieces(url, body, chat, timings, api_key, timeout):
+    import requests  # only here, as in rag/models/http.py
+
+    endpoint = "/v1/chat/completions" if chat else "/v1/completions"
+    response = send("POST", url, endpoint, timeout, api_key, stream=True, json=body)
     with response:
-        if response.status_code in (401, 403):
-            raise LLMError(f"Server unter {url}: {AUTH_HINT}")
-        if response.status_code == 503:
-            raise LLMError(f"llama-server unter {url} lädt noch das Modell – kurz warten und erneut fragen")
         if response.status_code != 200:
             raise http_error(response)
-        done = False
         try:
-            for line in response.iter_lines():
-                if line.startswith(b"error:"):  # older llama-server: a separate SSE event
-                    line = b'data: {"error": ' + line[6:] + b"}"
-                if not line.startswith(b"data:"):
-                    continue
-                data = line[5:].strip()
-                if data == b"[DONE]":
-                    done = True
-                    break
-                try:
-                    chunk = json.loads(data)
-                except ValueError:
-                    raise LLMError("llama-server sendete einen unlesbaren Stream-Abschnitt – Server-Version prüfen")
-                if "error" in chunk:
-                    raise LLMError(f"llama-server meldet mitten in der Antwort einen Fehler: {error_text(chunk)} – "
-                                   f"Server-Log prüfen, ggf. mit größerem Kontext (-c) neu starten")
-                if timings is not None and chunk.get("timings"):
-                    timings.update(chunk["timings"])
-                for choice in chunk.get("choices") or []:
-                    piece = (choice.get("delta") or {}).get("content") if chat else choice.get("text")
-                    if piece:
-                        yield piece
+            yield from events(response, chat, timings)
         except requests.exceptions.ChunkedEncodingError:
             raise LLMError("Verbindung zu llama-server brach mitten in der Antwort ab – Server-Log prüfen")
         except requests.exceptions.ConnectionError:
-            raise LLMError(f"llama-server antwortete {READ_TIMEOUT} s lang nicht – Server prüfen")
-        if not done:
-            raise LLMError("Antwort von llama-server endete ohne [DONE] – unvollständig; Server-Log prüfen")
+            raise LLMError(f"llama-server antwortete {timeout} s lang nicht – Server prüfen")
+
+
+def events(response, chat, timings):
+    """The text pieces of a Server-Sent Events stream; `timings` from its last chunk; LLMError for an error
+    event, an unreadable one, or a stream without [DONE]."""
+    for line in response.iter_lines():
+        if line.startswith(b"error:"):  # older llama-server: a separate SSE event
+            line = b'data: {"error": ' + line[6:] + b"}"
+        if not line.startswith(b"data:"):
+            continue
+        data = line[5:].strip()
+        if data == b"[DONE]":
+            return
+        try:
+            chunk = json.loads(data)
+        except ValueError:
+            raise LLMError("llama-server sendete einen unlesbaren Stream-Abschnitt – Server-Version prüfen")
+        if "error" in chunk:
+            raise LLMError(f"llama-server meldet mitten in der Antwort einen Fehler: {http.error_message(chunk)} – "
+                           f"Server-Log prüfen, ggf. mit größerem Kontext (-c) neu starten")
+        if timings is not None and chunk.get("timings"):
+            timings.update(chunk["timings"])
+        for choice in chunk.get("choices") or []:
+            piece = (choice.get("delta") or {}).get("content") if chat else choice.get("text")
+            if piece:
+                yield piece
+    raise LLMError("Antwort von llama-server endete ohne [DONE] – unvollständig; Server-Log prüfen")
 
 
 SEED = 42  # fixed sampling seed for short structured calls: the same question gives the same output
-SHORT_TIMEOUT = 30  # seconds a short structured call (search phrases, a rewritten question) may take
+SHORT_TIMEOUT = 30  # seconds a short structured call (search phrases, a rewritten question) may take on an idle
+#                   machine; plus the prompt and max_tokens at http.py's floor speeds, and one retry
 
 
-def complete_json(url, messages, schema, max_tokens, api_key=None, model_name=None, timeout=SHORT_TIMEOUT):
+def complete_json(url, messages, schema, max_tokens, api_key=None, model_name=None, timeout=None):
     """One chat completion whose text must follow a JSON schema; returns the parsed JSON.
 
     The schema goes out as OpenAI's `response_format` (llama-server turns it into a grammar, so the
@@ -258,7 +253,9 @@ def complete_json(url, messages, schema, max_tokens, api_key=None, model_name=No
             "response_format": {"type": "json_schema", "json_schema": {"name": "antwort", "schema": schema}}}
     if model_name:
         body["model"] = model_name
-    response = send("POST", url, "/v1/chat/completions", timeout, api_key, json=body)
+    text = "".join(str(m.get("content", "")) for m in messages)
+    timeout = timeout or http.read_timeout(SHORT_TIMEOUT, text, max_tokens)
+    response = send("POST", url, "/v1/chat/completions", timeout, api_key, retries=1, json=body)
     if response.status_code != 200:
         raise http_error(response)
     try:

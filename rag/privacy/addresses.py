@@ -32,14 +32,13 @@ office boxes, foreign formats (UK, US), towns missing from the list without othe
 (they have no check digit), BICs without "BIC"/"SWIFT" before them.
 """
 import re
-from collections import namedtuple
 from functools import lru_cache
 from pathlib import Path
 
-Match = namedtuple("Match", "kind start end value")  # the same shape as rag/privacy/mask.py's
+from rag.privacy.checks import CONTEXT_CHARS, Match, compact, vat_ok
+from rag.privacy.tables import column_cells
 
 TOWNS = Path(__file__).resolve().parent / "data" / "orte.txt"
-CONTEXT_CHARS = 60  # how far before a Steuernummer or BIC its context word may stand
 SUFFIXES = ("straße", "strasse", "str.", "weg", "allee", "platz", "gasse", "ring", "damm", "chaussee", "ufer",
             "steig", "stieg", "pfad", "graben", "kai", "promenade", "twiete", "deich", "kamp", "markt", "wall", "gang")
 NOT_STREETS = {  # compounds with a street suffix that a wiki writes before a number
@@ -97,7 +96,8 @@ POSTCODE = re.compile(rf"(?:(?<![\w.,/-])|(?<=[^\W\d],))(?P<prefix>(?:D|DE|A|AT|
 AFTER_PREPOSITION = re.compile(r"(?:^|[\s(])(?:in|aus|nach|bei|von|wohnt|wohnhaft|Wohnort)\s+$")
 NOT_TOWNS = re.compile(r"(?:en|ern|Euro|EUR|CHF|Dollar|USD|Stück|Prozent|Mal|Byte|Bytes|Zeichen|Punkte?|Seiten|Tickets?)$")
 POSTCODE_WORDS = re.compile(r"(?i)(?:\bplz|postleitzahl|\bort|wohnort|anschrift|adresse|\bsitz|postfach)\s*:?\s*$")
-LEGAL_FORM = re.compile(r"(?:GmbH|AG|KG|OHG|SE|UG|e\.\s?V\.|mbH|KGaA|GbR|Co\.\s?KG|Ltd\.?|Inc\.?)\s*[,·|\n]\s*$")
+LEGAL_FORM = re.compile(r"\b(?:GmbH|AG|KG|OHG|SE|UG|e\.\s?V\.|mbH|KGaA|GbR|Ltd\.?|Inc\.?)(?!\w)")  # "Co. KG" ends in KG
+ENDS_WITH_COMPANY = re.compile(LEGAL_FORM.pattern + r"\s*[,·|\n]\s*$")  # "Hansa GmbH, " before a postcode: its seat
 REGISTER = re.compile(r"(?<![\w-])HR\s?(?P<letter>[AB])(?:\s*-?\s*Nr\.?)?\s*:?\s*(?P<number>\d{1,6})(?![\d,./-]\d)(?!\w)")
 VAT = re.compile(r"(?<![\w-])DE[ ]?(?P<digits>\d{3}[ ]?\d{3}[ ]?\d{3})(?![\w-]|[.,/]\d| \d)")
 TAX_WORDS = re.compile(r"(?i)(?:steuer-?\s?nummer|steuernr\.?|steuer-nr\.?|\bst\.?\s?-?nr\.?|\bstnr\.?)")
@@ -121,17 +121,11 @@ def towns():
     return frozenset(line.split()[0] for line in lines if line.strip() and not line.startswith("#"))
 
 
-def vat_ok(digits):
-    """The check digit of a German USt-IdNr (ISO 7064 MOD 11,10). Example: vat_ok("136695976") -> True"""
-    from rag.privacy.mask import steuer_id_check  # the same procedure as the Steuer-ID's (imported late: no cycle)
-    return steuer_id_check(digits[:8]) == int(digits[8])
-
-
 # -- streets and towns -----------------------------------------------------------------------------
 @lru_cache(maxsize=64)
 def find_streets(text):
     """Street + house number as written: "Hauptstraße 12a", "Am Markt 3", "Potsdamer Straße 7" (a tuple;
-    cached, because rag/privacy/names.py asks for the same text's streets as find() does)."""
+    cached, because rag/privacy/name_forms.py asks for the same text's streets as find() does)."""
     found = []
     for m in STREET.finditer(text):
         street = m.group("street")
@@ -187,7 +181,7 @@ def find_postcodes(text, streets=()):
                                                                                text[m.end():])
             preposition = AFTER_PREPOSITION.search(before) and not NOT_TOWNS.search(town.split()[0])  # "aus 21465 Reinbek"
             evidence = (town.split()[0] in towns() or after_street or bool(prefix) or bool(segment) or bool(preposition) or
-                        bool(POSTCODE_WORDS.search(before)) or bool(LEGAL_FORM.search(before)))
+                        bool(POSTCODE_WORDS.search(before)) or bool(ENDS_WITH_COMPANY.search(before)))
         if evidence:
             yield Match("PLZ-ORT", m.start("code"), m.end(), text[m.start("code"):m.end()])
 
@@ -217,7 +211,6 @@ def after_word(text, words, pattern, kind):
 
 def in_column(text, title, pattern, kind):
     """Values of `pattern` filling a cell of a table column whose title matches `title` ("| Steuernummer |")."""
-    from rag.privacy.names import column_cells  # (imported late: no cycle)
     for _, (start, end, cell) in column_cells(text, title.fullmatch):
         m = pattern.fullmatch(cell.strip())
         if m:
@@ -253,14 +246,14 @@ def normalise(kind, value):
     """One spelling per value. Examples: ("ADRESSE", "Hauptstr. 12 a") -> "HAUPTSTR12A" (as "Hauptstraße 12a");
     ("HANDELSREGISTER", "HRB-Nr. 12345 B") -> "HRB12345"; ("STEUERNUMMER", "21/815/08150") -> "2181508150"
     """
-    compact = re.sub(r"[\s/()-]", "", value).upper()
+    short = compact(value).upper()
     if kind == "ADRESSE":
-        return re.sub(r"STRASSE|STRAẞE|STR\.", "STR", compact).replace("–", "")
+        return re.sub(r"STRASSE|STRAẞE|STR\.", "STR", short).replace("–", "")
     if kind == "HANDELSREGISTER":
-        m = re.search(r"HR([AB]).*?(\d+)", compact)
-        return f"HR{m.group(1)}{m.group(2)}" if m else compact
+        m = re.search(r"HR([AB]).*?(\d+)", short)
+        return f"HR{m.group(1)}{m.group(2)}" if m else short
     if kind in ("STEUERNUMMER", "UST-ID"):
         return ("DE" if kind == "UST-ID" else "") + re.sub(r"\D", "", value)
     if kind == "PLZ-ORT":  # "21423 Winsen (Luhe)" is "21423 Winsen"
         return re.sub(r"[\s-]", "", re.sub(r"\s*\([^)]*\)\s*$", "", value)).upper()
-    return compact
+    return short

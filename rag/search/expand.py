@@ -3,8 +3,7 @@
     question_part("Hallo zusammen, seit heute … Wie schaffe ich wieder Platz? Danke, Birgit")
     -> "Wie schaffe ich wieder Platz?"
     phrases("Mein Mailprogramm meldet, der Speicher ist voll", ask)  -> ["Quota", "Mailbox voll", …]
-    needs_context("Und wie lösche ich sie wieder?")                  -> True
-    standalone("Und wie lösche ich sie wieder?", history, ask)
+    prepare("Und wie lösche ich sie wieder?", history, ask=ask).question    (follow-ups: rag/search/followups.py)
     -> "Wie lösche ich eine Mailbox in Cyrus IMAP wieder?"
     choose("Mein Postfach ist voll", [("Quota › Quota erhöhen", s1), ("VPN", s2)], ask) -> [("Quota › …", s1)]
 
@@ -19,7 +18,7 @@ complete_json bound to it):
            first PRF_DOCS results (share of each chunk's words x IDF, the question's own words left out)
            are searched in full text as one more ranking, weighted PRF_WEIGHT.
 The rankings are fused by weighted RRF in rag/search/ranking.py (retrieve_fused), then the per-file cap
-and the floor. A follow-up that leans on the conversation (needs_context) is searched together
+and the floor. A follow-up that leans on the conversation (followups.needs_context) is searched together
 with the question before it (one more text, weighted HISTORY_WEIGHT; the follow-up's own ranking
 FOLLOWUP_WEIGHT: no model needed), and rewritten into a standalone question from the last
 HISTORY_TURNS turns, which is searched and answered in its place. Every answer of the model follows a JSON
@@ -28,7 +27,7 @@ the same question gives the same expansion. Personal data is replaced by placeho
 model reads a text and put back afterwards (shield, unshield). When the model cannot be asked,
 the question is searched as it is, with one warning.
 
-Measured (README "Fragen, wie Leute fragen"; evaluate.py --expand, --followups): searching a follow-up
+Measured (docs/suche.md, "Fragen, wie Leute fragen"; evaluate.py --expand, --followups): searching a follow-up
 with the question before it lifts Recall@5 from 0.692 to 0.897; the model's rewrite and every
 expansion method help little or hurt with the default 1.5B model, so both stay off by default.
 
@@ -41,8 +40,9 @@ import re
 import time
 
 from rag.privacy import mask as privacy
+from rag.search import followups
 from rag.search import ranking as search
-from rag.text import german
+from rag.text import german, sentences
 
 METHODS = ("phrases", "choose", "both", "prf")  # what --expand adds (see above)
 METHOD = "phrases"  # --expand's method unless --expand-method / RAG_EXPAND_METHOD says otherwise
@@ -55,29 +55,19 @@ CHOSEN_WEIGHT = 1.0  # choose: RRF weight of the model's choice, next to the que
 PRF_DOCS = 5  # prf: the first results whose words are read
 PRF_TERMS = 10  # prf: words taken from them
 PRF_CANDIDATES = 40  # prf: the most frequent words of those results whose IDF is looked up
-PRF_WEIGHT = 0.25  # prf: RRF weight of the feedback ranking (the best of 24 settings on both sets, README)
-HISTORY_TURNS = 2  # a follow-up is read against the last two turns (question + answer each)
-SHORT_FOLLOWUP = 4  # words: a follow-up this short is read against the history even without a pronoun
+PRF_WEIGHT = 0.25  # prf: RRF weight of the feedback ranking (the best of 24 settings on both sets, docs/suche.md)
 MAX_TOKENS_PHRASES = 40  # three phrases of up to four words, as JSON, need about 25
-MAX_TOKENS_REWRITE = 160  # one question (60 cut a long one off mid-JSON in evaluate.py --followups)
 MAX_TOKENS_CHOOSE = 16  # "[3, 12, 7]"
-HISTORY_CHARS = 600  # of each earlier message: enough for a short answer, keeps the prompt small
 
 GREETING = re.compile(r"^\s*(hallo|hi|hey|moin(\s+moin)?|servus|guten\s+(morgen|tag|abend)|liebe[s]?|"
                       r"sehr\s+geehrte[rs]?)\b[^,.!?\n]*[,.!\n]\s*", re.IGNORECASE)
 SIGN_OFF = re.compile(r"^(danke|vielen\s+dank|merci|lg|vg|mfg|gru(ss|ß)|gr(ue|ü)(ss|ß)e|viele\s+gr|beste\s+gr|"
                       r"sch(oe|ö)nen\s+(tag|gru)|bis\s+dann|ciao|tsch(ue|ü)ss)", re.IGNORECASE)
-SENTENCE = re.compile(r"[^.!?\n]+[.!?]*")
 
 
 def words(text):
     """Example: words("Und wie lösche ich sie?") -> 5"""
     return len(text.split())
-
-
-def sentences(text):
-    """Example: sentences("Hallo. Wie geht das? Danke") -> ["Hallo.", "Wie geht das?", "Danke"]"""
-    return [s.strip() for s in SENTENCE.findall(text) if s.strip()]
 
 
 def question_part(text, limit=LONG_QUESTION):
@@ -90,40 +80,11 @@ def question_part(text, limit=LONG_QUESTION):
     if words(text) <= limit:
         return text
     body = GREETING.sub("", text, count=1)
-    parts = sentences(body)
+    parts = [s for line in body.split("\n") for s in sentences.split(line)]
     while parts and (SIGN_OFF.match(parts[-1]) or words(parts[-1]) <= 3):
         parts.pop()
     asked = [s for s in parts if "?" in s]
     return " ".join(asked or parts) or text
-
-
-# -- follow-ups: does the question lean on the conversation? --------------------------------------
-PRONOUNS = set("""sie er ihn ihm ihnen das dies diese dieser dieses diesem diesen deren dessen dafür dafuer dazu davon
-damit darauf daran darin darüber darueber dabei dadurch dagegen dort dorthin eins solche dann vorher danach
-davor nachher""".split())  # a pronoun only when no noun follows ("das Passwort" is an article)
-ARTICLES = {"der", "die", "den", "dem"}  # pronouns too, when an adverb follows: "Brauche ich die auch?"
-ADVERBS = {"auch", "denn", "noch", "schon", "wieder", "dann", "da", "dort", "jetzt", "mal", "immer", "nicht", ""}
-CONTINUATIONS = ("und", "aber", "oder", "auch", "sonst", "dann", "also")
-
-
-def needs_context(question):
-    """Does this question lean on what was said before? Short, starts with "Und …", or a pronoun that
-    no noun follows ("sie wieder", "das überprüft"; "das Passwort" is an article, not a pronoun).
-
-    Example: needs_context("Und wie lösche ich sie wieder?") -> True;
-             needs_context("Wie lange dauert das Anlegen einer Mailbox in Cyrus?") -> False
-    """
-    tokens = re.findall(r"[^\W\d_]+", question)
-    if not tokens:
-        return False
-    if len(tokens) <= SHORT_FOLLOWUP or tokens[0].lower() in CONTINUATIONS:
-        return True
-    for word, after in zip(tokens, tokens[1:] + [""]):
-        if word in PRONOUNS and not after[:1].isupper():  # lower case: not "Sie", not before a noun
-            return True
-        if word in ARTICLES and after.lower() in ADVERBS:
-            return True
-    return False
 
 
 # -- what the model is asked, and the JSON it must answer with ------------------------------------
@@ -133,17 +94,6 @@ PHRASES_SYSTEM = (
     "Fachbegriffe, Namen von Programmen und Diensten. Keine Grüße, keine Personennamen.")
 PHRASES_SCHEMA = {"type": "array", "items": {"type": "string", "minLength": 2, "maxLength": 40},
                   "minItems": 1, "maxItems": N_PHRASES}
-REWRITE_SYSTEM = (
-    "Du formulierst Folgefragen aus einem Gespräch über das IT-Wiki einer Firma um. Schreibe die letzte Frage so "
-    "um, dass sie ohne das Gespräch verständlich ist: Ersetze Wörter wie „sie“, „das“, „dort“ und Auslassungen "
-    "durch das, worauf sie sich beziehen, mit den Begriffen aus dem Gespräch. Beantworte die Frage nicht. Ist die "
-    "Frage schon ohne das Gespräch verständlich, gib sie unverändert zurück.")  # two worked examples in front made
-# the 1.5B model copy the first question (evaluate.py --followups: R@5 0.487 rewritten alone, README)
-REWRITE_SCHEMA = {"type": "string", "minLength": 5, "maxLength": 200}
-FOLLOWUP_WEIGHT = 0.25  # a follow-up that leans on the history: RRF weight of its own ranking …
-HISTORY_WEIGHT = 1.0  # … and of the previous question and the follow-up searched as one text
-
-
 def shield(text, masker, back):
     """The text with personal data replaced by placeholders; `back` (a dict) learns the way back, so the
     model never sees a value. masker: a privacy.Masker (its kinds and kept values count; inactive: no change).
@@ -180,60 +130,6 @@ def phrases(question, ask):
         if phrase and phrase.casefold() not in {p.casefold() for p in out} | {question.casefold()}:
             out.append(phrase)
     return out[:N_PHRASES]
-
-
-def recent(history, turns=HISTORY_TURNS):
-    """The last `turns` question/answer pairs as prompt lines, each message cut to HISTORY_CHARS.
-
-    Example: [{"role": "user", "content": "Wie lege ich eine Mailbox an?"}, {"role": "assistant", "content": "Mit cm [1]."}]
-             -> "Frage: Wie lege ich eine Mailbox an?\\nAntwort: Mit cm [1]."
-    """
-    label = {"user": "Frage", "assistant": "Antwort"}
-    messages = [m for m in history if m.get("role") in label and str(m.get("content") or "").strip()]
-    lines = [f"{label[m['role']]}: {' '.join(str(m['content']).split())[:HISTORY_CHARS]}"
-             for m in messages[-2 * turns:]]
-    return "\n".join(lines)
-
-
-def standalone(question, history, ask):
-    """The follow-up as a question that stands on its own, from the last HISTORY_TURNS turns.
-
-    Example: ("Und wie lösche ich sie wieder?", [{"role": "user", "content": "Wie lege ich in Cyrus eine Mailbox an?"}], ask)
-             -> "Wie lösche ich eine Mailbox in Cyrus wieder?"
-    """
-    prompt = f"Gespräch:\n{recent(history)}\n\nLetzte Frage: {question}"
-    found = ask([{"role": "system", "content": REWRITE_SYSTEM}, {"role": "user", "content": prompt}],
-                REWRITE_SCHEMA, MAX_TOKENS_REWRITE)
-    found = " ".join(str(found).split()) if isinstance(found, str) else ""
-    return found if found and not echoes(found) else question
-
-
-def echoes(text, source=REWRITE_SYSTEM, span=4):
-    """Does the model's text repeat its instructions (any `span` words in a row of `source`)?
-    A small model sometimes answers with its system prompt instead of a question.
-
-    Example: echoes("Ersetze Wörter wie sie, das, dort und …") -> True; echoes("Wie lösche ich eine Mailbox?") -> False
-    """
-    said = re.findall(r"\w+", source.lower())
-    grams = {tuple(said[n:n + span]) for n in range(len(said) - span + 1)}
-    found = re.findall(r"\w+", text.lower())
-    return any(tuple(found[n:n + span]) in grams for n in range(len(found) - span + 1))
-
-
-def previous_question(history, turns=HISTORY_TURNS):
-    """The question(s) the user asked before this one ("" when none): the last one, and when it leaned
-    on the conversation itself, the one before it too (at most `turns`), cut to HISTORY_CHARS.
-
-    Example: [user "Wie lege ich eine Mailbox an?", assistant "…", user "Und wie lösche ich sie?", …]
-             -> "Wie lege ich eine Mailbox an? Und wie lösche ich sie?"
-    """
-    asked = [" ".join(str(m.get("content") or "").split()) for m in history if m.get("role") == "user"]
-    picked = []
-    for question in reversed([q for q in asked if q]):
-        picked.insert(0, question)
-        if len(picked) == turns or not needs_context(question):
-            break
-    return " ".join(picked)[:HISTORY_CHARS]
 
 
 # -- choose: the model reads the headings of the first results and names the ones that answer -----
@@ -368,12 +264,12 @@ def prepare(question, history=(), expand=None, ask=None, pii="mask", kinds=None,
     method = METHOD if expand is True else expand or None
     assert method in METHODS + (None,), method
     searched = Searched(question, question, method=method, weights=[1.0])
-    followup, phrasing = bool(history) and needs_context(question), method in ("phrases", "both")
-    before = previous_question(history) if followup else ""
+    followup, phrasing = bool(history) and followups.needs_context(question), method in ("phrases", "both")
+    before = followups.previous_question(history) if followup else ""
     if before:  # no model needed: the follow-up is searched together with the question before it
         searched.previous = before
         searched.expansions.append(f"{before} {question}")
-        searched.weights = [FOLLOWUP_WEIGHT, HISTORY_WEIGHT]
+        searched.weights = [followups.FOLLOWUP_WEIGHT, followups.HISTORY_WEIGHT]
     followup = followup and rewrite
     if ask is None or not (followup or phrasing):
         return searched
@@ -383,7 +279,7 @@ def prepare(question, history=(), expand=None, ask=None, pii="mask", kinds=None,
             started = time.monotonic()
             asked = shield(question, masker, back)
             earlier = [{**m, "content": shield(str(m.get("content") or ""), masker, back)} for m in history]
-            rewritten = unshield(standalone(asked, earlier, ask), back)
+            rewritten = unshield(followups.standalone(asked, earlier, ask), back)
             searched.timings["rewrite_s"] = round(time.monotonic() - started, 3)
             searched.question, searched.rewritten = rewritten, rewritten != question
         if phrasing:

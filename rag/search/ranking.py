@@ -1,7 +1,11 @@
 """Ranking: exact cosine over the vectors, a German full-text cascade, and their fusion.
 
-    retrieve(index, "Kuendigungsfrist Dienstleister", qvec, mode="hybrid", top_k=4)
+    retrieve_fused(index, [("Kuendigungsfrist Dienstleister", qvec)], [1.0], mode="hybrid", top_k=4)
     -> Retrieval(sources=[Source(path="vertraege/…", heading="… › § 7 Kündigung", …)], strategy="strict", …)
+
+The question path: rag/core.py → rag/search/expand.py retrieve() → retrieve_fused() here, which runs
+retrieve() once for the question and once for each expansion and fuses them (one text alone: exactly
+retrieve()). evaluate.py measures retrieve() itself (the floor and the vector weight, one text each).
 
 `index` is a store (rag/store/sqlite.py: SQLite, or PostgreSQL in rag/store/postgres.py); everything here is
 the same for both, the store only answers the questions of its interface.
@@ -11,8 +15,8 @@ vector   cosine of the question vector with every chunk vector, exact (no pre-fi
          (on every core for large indexes), or numpy / sqlite-vec when installed, same result;
          PostgreSQL: pgvector, rescored exactly, or an HNSW preselection rescored exactly (--ann).
 lexical  BM25 (heading weighted 2:1 over the body; FTS5's own in SQLite, the same formula in SQL on
-         PostgreSQL) over the search text of rag/text/german.py, in a cascade: strict (every content
-         word, or its stem) → compound (a word's compound parts count too) → or (any word).
+         PostgreSQL) over the search text of rag/text/german.py, in a cascade (rag/search/lexical.py):
+         strict (every content word, or its stem) → compound (a word's compound parts count too) → or (any word).
          Earlier stages rank first.
 hybrid   Reciprocal Rank Fusion, k = 60, the lexical list weighted higher than the vector list
          (see LEXICAL_WEIGHT); ties broken by (path, chunk_index), never by dict order.
@@ -28,6 +32,7 @@ import math
 import operator
 from dataclasses import dataclass, field
 
+from rag.search.lexical import chunk_tokens, covered, lexical_ranking, store_size
 from rag.store import sqlite as store
 from rag.text import german
 
@@ -40,13 +45,12 @@ except ImportError:  # Python 3.11
 
 RRF_K = 60  # Reciprocal Rank Fusion constant (Cormack et al.)
 LEXICAL_WEIGHT = 1.0  # weight of the lexical ranking in hybrid mode
-VECTOR_WEIGHT = 0.01  # weight of the vector ranking: tiny, measured (README "Suchqualität"); RAG_VECTOR_WEIGHT
+VECTOR_WEIGHT = 0.01  # weight of the vector ranking: tiny, measured (docs/suche.md); RAG_VECTOR_WEIGHT
 FETCH = 50  # candidates per mode before fusion and the per-file cap
 MAX_PER_FILE = 3  # at most this many chunks of one file in the final top-k …
 COMPARABLE = 0.98  # … while another file has a candidate scoring at least this share (0 = hard cap)
 MIN_COVERAGE = 0.25  # floor: IDF-weighted share of the question found in the best lexical hit
 MAX_UNKNOWN = 0.45  # floor: IDF-weighted share of the question that no chunk contains
-COVERAGE_POWER = 1  # lexical score = BM25 × coverage ** COVERAGE_POWER (0 = plain BM25; measured: 1 best MRR@10)
 MODES = ("hybrid", "vector", "lexical")
 
 
@@ -93,104 +97,9 @@ class Retrieval:
 
 
 # -- vector ----------------------------------------------------------------------------------------
-def vector_ranking(index, qvec, limit):
-    """[(cosine, doc_id)] best first, over every stored vector; ties by doc id (the store picks the way)."""
-    return store.as_store(index).vector_scan(qvec, limit).ranking
-
-
 def normalise(vec):
     norm = dot(vec, vec) ** 0.5
     return [x / norm for x in vec] if norm else list(vec)
-
-
-# -- lexical ---------------------------------------------------------------------------------------
-def alternatives(term, loose):
-    """What may stand for a question word: [(word, prefix?)]. Example: loose "kuendigungsfrist" ->
-    [("kuendigungsfrist", False), ("kuendigung", False), ("frist", False), ("kuendi", True)]"""
-    alts = [(a, False) for a in (term.loose if loose else term.exact)]
-    if loose and term.prefix:
-        alts.append((term.prefix, True))
-    return alts
-
-
-def cascade(terms):
-    """The cascade: [(stage, groups)], a stage matches a chunk that has one alternative of every group.
-
-    strict: every word (or its stem); compound: every word, or one of its parts, stems, or a word
-    with the same first letters; or: any of these (one group).
-    Example: terms for "Kuendigungsfrist Dienstleister" ->
-      [("strict", [[("kuendigungsfrist", False)], [("dienstleister", False), ("dienstleist", False)]]),
-       ("compound", [[("kuendigungsfrist", False), ("kuendigung", False), …, ("kuendi", True)], […]]),
-       ("or", [[("kuendigungsfrist", False), …, ("dienst", True)]])]
-    """
-    if not terms:
-        return []
-    stages = [("strict", [alternatives(t, False) for t in terms]),
-              ("compound", [alternatives(t, True) for t in terms])]
-    if len(terms) > 1:
-        stages.append(("or", [[a for t in terms for a in alternatives(t, True)]]))
-    return stages
-
-
-def fts_queries(terms):
-    """The cascade as SQLite FTS5 MATCH strings (for reading): [(stage, query)]."""
-    return [(stage, store.match_query(groups)) for stage, groups in cascade(terms)]
-
-
-def covered(tokens, terms, weights):
-    """IDF-weighted share of the question's terms found in a chunk's search tokens (0…1).
-
-    Example: terms "frist" (weight 2.0) and "drucker" (1.0), tokens {"frist"} -> 2/3
-    """
-    total = sum(weights) or 1.0
-    return sum(w for term, w in zip(terms, weights) if term.found_in(tokens)) / total
-
-
-def chunk_tokens(index, doc_id):
-    return set(index.search_text(doc_id).split())
-
-
-def lexical_ranking(index, terms, limit, allowed=None):
-    """[(score, doc_id)] best first, the first cascade stage that matched, and the IDF weights.
-
-    Within a stage the score is BM25 × coverage, coverage = the IDF-weighted share of the
-    question's words in the chunk: a chunk that repeats one rare word loses to one that has most
-    of the question (evaluate.py, lexical: MRR@10 0.751 -> 0.774, Recall@5 0.861 -> 0.904 over
-    BM25 alone; coverage² 0.764 / 0.913).
-    Earlier stages rank first.
-    """
-    found, strategy, seen = [], None, set()
-    weights = term_weights(index, terms)
-    for stage, groups in cascade(terms):
-        rows = index.lexical(groups, limit if allowed is None else None)  # filtered: every match, then the folder
-        new = [(bm25 * covered(set(text.split()), terms, weights) ** COVERAGE_POWER, doc_id)
-               for bm25, doc_id, text in rows if doc_id not in seen and (allowed is None or doc_id in allowed)]
-        new.sort(key=lambda t: (-t[0], t[1]))
-        if new and strategy is None:
-            strategy = stage
-        found += new
-        seen.update(doc_id for _, doc_id in new)
-        if len(found) >= limit:
-            break
-    return found[:limit], strategy, weights
-
-
-def store_size(index):
-    return index.lexical_count() or 1
-
-
-def term_weights(index, terms):
-    """Inverse document frequency of each query term (any of its alternatives), as in BM25.
-
-    A term that no chunk contains gets the highest weight: a question about something the wiki
-    never mentions should not look covered.
-    """
-    total = store_size(index)
-    weights = []
-    for term in terms:
-        df = index.matching(alternatives(term, True))
-        weights.append(math.log((total - df + 0.5) / (df + 0.5) + 1))
-    return weights
 
 
 def folder(under):
@@ -296,21 +205,48 @@ def retrieve_fused(index, queries, weights, top_k=4, max_per_file=MAX_PER_FILE, 
     if len(queries) == 1 and chooser is None and feedback is None:
         return retrieve(index, *queries[0], top_k=top_k, max_per_file=max_per_file, comparable=comparable, **options)
     index = store.as_store(index)
-    found = [retrieve(index, text, vec, top_k=top_k, max_per_file=max_per_file, comparable=comparable,
-                      capped=False, **options) for text, vec in queries]
+    options.update(top_k=top_k, max_per_file=max_per_file, comparable=comparable, capped=False)
+    found = [retrieve(index, text, vec, **options) for text, vec in queries]
     judged, weights = len(found), list(weights)  # judged: the texts whose floor counts
     for text, weight in feedback(index, found[0]) if feedback is not None else []:
-        found.append(retrieve(index, text, None, top_k=top_k, max_per_file=max_per_file, comparable=comparable,
-                              capped=False, **options))
+        found.append(retrieve(index, text, None, **options))
         weights.append(weight)
-    if found[0].mode == "hybrid":  # each score is RRF over the text's own rankings already: add them up
+    chunks = merged(found, fused_scores(found, weights))
+    ordered = sorted(chunks.values(), key=lambda s: (-s.score, s.path, s.chunk_index))
+    if chooser is not None:
+        chosen, weight = chooser(cap_per_file(ordered, len(ordered), max_per_file, comparable))
+        for rank, doc_id in enumerate(chosen, start=1):
+            chunks[doc_id].score += weight / (RRF_K + rank)
+            chunks[doc_id].ranks["chosen"] = rank
+        ordered = sorted(chunks.values(), key=lambda s: (-s.score, s.path, s.chunk_index))
+    result = found[0]
+    result.sources = cap_per_file(ordered, top_k, max_per_file, comparable)
+    if queries[0][1] is not None:  # cosine to the question for every final source
+        fill_cosines(index, result.sources, normalise(queries[0][1]))
+    result.weak = all(r.weak for r in found[:judged])
+    result.weak_reason = result.weak_reason if result.weak else ""
+    return result
+
+
+def fused_scores(found, weights):
+    """{doc_id: score} over the Retrievals of several texts, each with its weight.
+
+    Hybrid: each score is RRF over the text's own rankings already, so they add up; vector or lexical:
+    cosines and BM25 scores of different texts do not add up, so RRF over the positions.
+    """
+    if found[0].mode == "hybrid":
         scores = {}
         for r, weight in zip(found, weights):
             for source in r.sources:
                 scores[source.doc_id] = scores.get(source.doc_id, 0.0) + weight * source.score
-    else:  # cosines and BM25 scores of different texts do not add up: RRF over the positions
-        scores = fuse({n: [(0, s.doc_id) for s in r.sources] for n, r in enumerate(found)}, dict(enumerate(weights)))
-    result, chunks, expanded = found[0], {}, {}  # expanded: doc id -> best rank in an expansion's list
+        return scores
+    return fuse({n: [(0, s.doc_id) for s in r.sources] for n, r in enumerate(found)}, dict(enumerate(weights)))
+
+
+def merged(found, scores):
+    """{doc_id: Source} of every text's sources with its fused score; the question's own Source first, and
+    a chunk found by an expansion gets ranks["expanded"] (its best rank there)."""
+    chunks, expanded = {}, {}  # expanded: doc id -> best rank in an expansion's list
     for n, r in enumerate(found):
         for rank, source in enumerate(r.sources, start=1):
             if source.doc_id not in chunks:  # the question's own Source first
@@ -323,23 +259,15 @@ def retrieve_fused(index, queries, weights, top_k=4, max_per_file=MAX_PER_FILE, 
         source.score = scores[doc_id]
         if doc_id in expanded:
             source.ranks["expanded"] = expanded[doc_id]
-    ordered = sorted(chunks.values(), key=lambda s: (-s.score, s.path, s.chunk_index))
-    if chooser is not None:
-        chosen, weight = chooser(cap_per_file(ordered, len(ordered), max_per_file, comparable))
-        for rank, doc_id in enumerate(chosen, start=1):
-            chunks[doc_id].score += weight / (RRF_K + rank)
-            chunks[doc_id].ranks["chosen"] = rank
-        ordered = sorted(chunks.values(), key=lambda s: (-s.score, s.path, s.chunk_index))
-    result.sources = cap_per_file(ordered, top_k, max_per_file, comparable)
-    qvec = queries[0][1]
-    if qvec is not None:  # cosine to the question for every final source
-        missing = index.similarities(normalise(qvec), [s.doc_id for s in result.sources if s.cosine is None])
-        for source in result.sources:
-            if source.cosine is None:
-                source.cosine = missing.get(source.doc_id)
-    result.weak = all(r.weak for r in found[:judged])
-    result.weak_reason = result.weak_reason if result.weak else ""
-    return result
+    return chunks
+
+
+def fill_cosines(index, sources, qvec):
+    """Fill in the cosine to the (normalised) question vector where a source has none yet."""
+    missing = index.similarities(qvec, [s.doc_id for s in sources if s.cosine is None])
+    for source in sources:
+        if source.cosine is None:
+            source.cosine = missing.get(source.doc_id)
 
 
 def judge(result, floor_cosine, reject_cosine=None):
@@ -350,7 +278,7 @@ def judge(result, floor_cosine, reject_cosine=None):
     (IDF-weighted) or at least MAX_UNKNOWN of the question is words that no chunk contains — unless
     the best cosine reaches floor_cosine. Both thresholds are measured per embedding model
     (None = vectors do not count, as for Gemma 3 270M, whose cosines do not separate in-wiki from
-    out-of-wiki questions). Measured on eval/questions.jsonl, see README ("Ehrliches Nein").
+    out-of-wiki questions). Measured on eval/questions.jsonl, see docs/suche.md ("Ehrliches Nein").
 
     Example (e5: reject 0.85, floor 0.862): cosine 0.83 -> weak; cosine 0.855 with coverage 10% -> weak;
     cosine 0.855 with coverage 60% -> not weak; cosine 0.87 -> not weak.
@@ -373,7 +301,7 @@ def judge(result, floor_cosine, reject_cosine=None):
     return result
 
 
-# Measured with `evaluate.py --tune` on eval/questions.jsonl (README "Suchqualität"), per embedding model.
+# Measured with `evaluate.py --tune` on eval/questions.jsonl (docs/suche.md), per embedding model.
 MEASURED = {
     "gemma-3-270m-q4_k_m.gguf": {"vector_weight": 0.01, "floor_cosine": 0.956},
     "multilingual-e5-small-q4_0.gguf": {"vector_weight": 1.0, "floor_cosine": 0.862, "reject_cosine": 0.85},
@@ -456,8 +384,5 @@ def retrieve(index, question, qvec, mode="hybrid", top_k=4, max_per_file=MAX_PER
         ordered = [sources[doc_id] for _, doc_id in rankings.get(mode, [])]
     result.sources = cap_per_file(ordered, top_k, max_per_file, comparable) if capped else ordered
     if capped and qvec is not None and mode == "hybrid":  # cosine for the final sources even if outside the vector top
-        missing = index.similarities(qvec, [s.doc_id for s in result.sources if s.cosine is None])
-        for source in result.sources:
-            if source.cosine is None:
-                source.cosine = missing.get(source.doc_id)
+        fill_cosines(index, result.sources, qvec)
     return judge(result, floor_cosine, reject_cosine)

@@ -1,38 +1,11 @@
-"""The store interface, and the SQLite store (knowledge.db): schema, migrations, queries.
+"""The SQLite store (knowledge.db, as in the post): the interface of rag/store/base.py over one file.
 
-    index = store.open_store("knowledge.db")                 # SQLite, as in the post
-    index = store.open_store("postgresql://rag@db/wiki")     # PostgreSQL + pgvector (rag/store/postgres.py)
-    index.pages() -> {"mail/quota.md": "9f2c…"}; index.vector_scan(q, 50) -> Scan([(0.953, 17), …], "python", 1)
+    index = SQLiteStore("knowledge.db")
+    index.pages() -> {"mail/quota.md": "9f2c…"};  index.vector_scan(q, 50) -> Scan([(0.953, 17), …], "python", 1)
 
-What build_index.py and rag/search/ranking.py need from a store, and all they use (both stores have it):
-    meta() / write_meta(**values)          key/value facts about the index (model, dim, thresholds)
-    open_store(db, create=True)            a writer: holds the writer lock until close(); a second waits, then
-                                           stops with one German line (never two writers interleaved)
-    pages() / reusable(hashes)             page hashes, and stored vectors by chunk text hash (incremental runs)
-    write_page(path, hash, chunks)         one page's chunks and vectors, in one transaction
-    delete_page(path)                      one page out of every table, in one transaction
-    texts() / replace_search(vocab, rows)  the folded search text, recomputed when the vocabulary changes
-    lexical(stage, limit) / matching(alts) BM25 candidates of one cascade stage, and document frequencies
-    vector_scan(q, limit, ann)             exact cosine over every vector, or HNSW preselection + exact rescoring
-    sources(ids) / similarities(q, ids) / search_text(id) / count() / vocab() / ids_below(folder) / section(…)
-German folding, compounds, the cascade, coverage, RRF, the floor and every check stay above the
-interface in Python (rag/text/german.py, rag/search/ranking.py), so both stores rank the same way.
-
-SQLite tables (schema version 2):
-    docs     one row per chunk, as in the post: path, chunk_index, content, embedding (JSON text, so
-             `sqlite3 knowledge.db "select embedding from docs limit 1"` shows it), plus heading
-             (the heading path "Mail › Cyrus IMAP › Mailbox anlegen"), content_hash and flags
-    vector_blocks  the same vectors packed as little-endian float32, 1,024 chunks per row, each in
-             the slot of its doc id (rag/store/vectors.py): the query path reads only this table, a few
-             large blobs, and never parses JSON
-    fts      FTS5 table over the German search text (rag/text/german.py), rowid = docs.id
-    pages    one row per indexed file: content hash, for incremental runs
-    vocab    the words compounds are split against, learned from the wiki
-    meta     key/value: schema_version, embed_model, embed_model_size, dim, pooling, floor_cosine
-
-Migrations: version 1 (one `vectors` row per chunk) becomes 2 on the first connect, in one
-transaction; older or unknown versions ask for `build_index.py --rebuild`. --rebuild writes a
-new file beside the old one (knowledge.db.rebuild) and renames it over the old one at the end.
+The tables, connect and the migration are in rag/store/sqlite_file.py, the packed vectors and the scan in
+rag/store/vectors.py. --rebuild writes a new file beside the old one (knowledge.db.rebuild) and renames it
+over the old one at the end. A writer holds knowledge.db.lock (flock) until close().
 
 Does not handle: approximate search in SQLite (every query scans every vector), writers on other
 machines (the lock is a local file lock, knowledge.db.lock).
@@ -41,62 +14,11 @@ import fcntl
 import json
 import os
 import sqlite3
-import sys
-import time
-from collections import namedtuple
 
-from rag import config
 from rag.store import vectors
-
-LOCK_WAIT = config.env_int("RAG_LOCK_WAIT", 600)  # seconds a second indexer waits for the first, then stops
-POSTGRES_PREFIXES = ("postgresql://", "postgres://")  # --db values that mean PostgreSQL; anything else is a file
-ANN_MIN_CHUNKS = 50_000  # PostgreSQL: HNSW preselection from this many chunks on. bench/scale.py, 2 cores: exact
-#                 p50 20.6 ms at 20,000 and 161 ms at 200,000 (≈ 45 ms at 50,000), HNSW (ef_search 200) 36 ms
-
-SCHEMA_VERSION = 2  # 1 -> 2: packed vectors in blocks (vector_blocks) instead of one row per chunk
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS docs (
-    id INTEGER PRIMARY KEY,
-    path TEXT NOT NULL,
-    chunk_index INTEGER NOT NULL,
-    heading TEXT NOT NULL,
-    content TEXT NOT NULL,
-    embedding TEXT NOT NULL,
-    content_hash TEXT NOT NULL,
-    flags TEXT NOT NULL DEFAULT '[]',
-    UNIQUE (path, chunk_index)
-);
-CREATE INDEX IF NOT EXISTS docs_hash ON docs (content_hash);
-CREATE TABLE IF NOT EXISTS pages (path TEXT PRIMARY KEY, file_hash TEXT NOT NULL, chunks INTEGER NOT NULL);
-CREATE TABLE IF NOT EXISTS vocab (word TEXT PRIMARY KEY) WITHOUT ROWID;
-""" + vectors.SCHEMA
-FTS_SCHEMA = "CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(heading, body, tokenize = 'unicode61 remove_diacritics 0')"
-
-
-class StoreError(Exception):
-    """The index is missing, foreign or broken; the message is German and names the fix."""
-
-
-Chunk = namedtuple("Chunk", "heading content vector content_hash flags search")  # search: (heading, body) text
-Row = namedtuple("Row", "doc_id path chunk_index heading content flags")  # one stored chunk
-
-
-def is_postgres(db):
-    """Does --db name a PostgreSQL database? Example: "postgresql://rag@db/wiki" -> True, "knowledge.db" -> False"""
-    return db.startswith(POSTGRES_PREFIXES)
-
-
-def open_store(db, create=False, rebuild=False):
-    """The store behind --db: PostgreSQL for a postgresql:// DSN (rag/store/postgres.py), else the SQLite file.
-
-    create: make the tables (build_index.py); rebuild: build a fresh index beside the old one, which
-    `finish()` puts in its place. Raises StoreError (German, names the fix).
-    """
-    if is_postgres(db):
-        from rag.store import postgres  # only here: SQLite users need no psycopg
-        return postgres.PostgresStore(db, create=create, rebuild=rebuild)
-    return SQLiteStore(db, create=create, rebuild=rebuild)
+from rag.store.base import LOCK_WAIT, Row, StoreError, busy_message, wait_for
+from rag.store.sqlite_file import (connect, delete_page, fts_available, insert_chunk, load_vocab,
+                                   read_meta, write_meta)
 
 
 def as_store(index):
@@ -258,6 +180,11 @@ class SQLiteStore:
                                  f"({','.join('?' * len(doc_ids))})", list(doc_ids))
         return {r[0]: Row(r[0], r[1], r[2], r[3], r[4], json.loads(r[5])) for r in rows}
 
+    def folders(self):
+        """The index's top-level folders, sorted. Example: pages mail/a.md, mail/b/c.md, x.md -> ["mail/"]"""
+        rows = self.conn.execute("SELECT DISTINCT substr(path, 1, instr(path, '/')) FROM docs WHERE instr(path, '/') > 0")
+        return sorted(row[0] for row in rows)
+
     def ids_below(self, prefix):
         """The doc ids of every chunk below a folder prefix ("mail/"), as a set."""
         rows = self.conn.execute("SELECT id FROM docs WHERE substr(path, 1, ?) = ?", (len(prefix), prefix))
@@ -277,22 +204,6 @@ class SQLiteStore:
 
     def similarities(self, q, doc_ids):
         return vectors.similarities(self.conn, q, doc_ids)
-
-
-def database_errors():
-    """The exception classes a store's database can raise mid-run (psycopg's only once it is imported)."""
-    found = [sqlite3.DatabaseError]
-    if "psycopg" in sys.modules:
-        found.append(sys.modules["psycopg"].Error)
-    return tuple(found)
-
-
-def describe_error(db, exc):
-    """One German line for a database error in the middle of a run. Example: sqlite3.DatabaseError -> "… --rebuild"."""
-    if is_postgres(db):
-        from rag.store import postgres
-        return postgres.describe(db, exc)
-    return f"Index-Datenbank {db} defekt ({exc}) – neu bauen mit: python3 build_index.py --rebuild"
 
 
 def database_label(conn):
@@ -317,127 +228,3 @@ def take_lock(lock_path, label, wait=LOCK_WAIT):
         lock.close()
         raise StoreError(busy_message(label, wait))
     return lock
-
-
-def wait_for(acquire, wait, label, poll=0.2):
-    """Call acquire() until it returns True or `wait` seconds passed; one line on stderr when waiting."""
-    if acquire():
-        return True
-    print(f"Warte: ein anderer build_index.py schreibt gerade in {label} (höchstens {wait} s) …",
-          file=sys.stderr, flush=True)
-    deadline = time.monotonic() + wait
-    while time.monotonic() < deadline:
-        time.sleep(poll)
-        if acquire():
-            return True
-    return False
-
-
-def busy_message(label, wait):
-    return (f"ein anderer build_index.py schreibt seit über {wait} s in {label} – warten, bis er fertig ist "
-            f"(läuft dort --watch?), oder länger warten mit RAG_LOCK_WAIT=Sekunden")
-
-
-def has_fts5():
-    """Does this Python's SQLite have FTS5? RAG_NO_FTS5=1 pretends it does not (for tests)."""
-    if os.environ.get("RAG_NO_FTS5"):
-        return False
-    try:
-        sqlite3.connect(":memory:").execute("CREATE VIRTUAL TABLE t USING fts5(x)")
-        return True
-    except sqlite3.OperationalError:
-        return False
-
-
-def connect(path, create=False):
-    """Open the index. create=False: it must exist and be ours (else StoreError)."""
-    if not create and not os.path.exists(path):
-        raise StoreError(f"Index {path} fehlt – zuerst bauen mit: python3 build_index.py")
-    try:
-        conn = sqlite3.connect(path, timeout=30)
-        conn.execute("PRAGMA journal_mode=WAL")
-        conn.execute("PRAGMA synchronous=NORMAL")
-        conn.execute("PRAGMA busy_timeout=30000")
-        tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-    except sqlite3.DatabaseError as exc:
-        raise StoreError(f"{path} ist keine gültige Index-Datenbank ({exc}) – neu bauen mit: "
-                          f"python3 build_index.py --rebuild")
-    if (tables and "meta" not in tables) or (not create and not tables):
-        raise StoreError(f"{path} ist kein Index dieses Projekts – neu bauen mit: python3 build_index.py --rebuild")
-    if create:
-        conn.executescript(SCHEMA)
-        if has_fts5():
-            conn.execute(FTS_SCHEMA)
-        conn.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
-        conn.commit()
-    version = read_meta(conn).get("schema_version")
-    if version == "1":
-        version = migrate_1_to_2(conn, path)
-    if version != str(SCHEMA_VERSION):
-        raise StoreError(f"{path} hat Schema-Version {version}, erwartet {SCHEMA_VERSION} – neu bauen mit: "
-                          f"python3 build_index.py --rebuild")
-    return conn
-
-
-def read_meta(conn):
-    return dict(conn.execute("SELECT key, value FROM meta"))
-
-
-def write_meta(conn, **values):
-    conn.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)", [(k, str(v)) for k, v in values.items()])
-
-
-def fts_available(conn):
-    return conn.execute("SELECT 1 FROM sqlite_master WHERE name='fts'").fetchone() is not None
-
-
-def load_vocab(conn):
-    return {row[0] for row in conn.execute("SELECT word FROM vocab")}
-
-
-def insert_chunk(conn, path, chunk_index, heading, content, vector, content_hash, flags, search):
-    """Write one chunk to docs, vector_blocks and fts (caller holds the transaction)."""
-    cur = conn.execute(
-        "INSERT INTO docs (path, chunk_index, heading, content, embedding, content_hash, flags) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?)",
-        (path, chunk_index, heading, content, json.dumps(vector), content_hash, json.dumps(flags)))
-    doc_id = cur.lastrowid
-    vectors.write_vector(conn, doc_id, vector)
-    if search is not None:
-        conn.execute("INSERT INTO fts (rowid, heading, body) VALUES (?, ?, ?)", (doc_id, *search))
-    return doc_id
-
-
-def delete_page(conn, path):
-    """Remove a page's chunks from every table (caller holds the transaction)."""
-    ids = [row[0] for row in conn.execute("SELECT id FROM docs WHERE path = ?", (path,))]
-    conn.execute("DELETE FROM docs WHERE path = ?", (path,))  # the first write opens the transaction
-    conn.execute("DELETE FROM pages WHERE path = ?", (path,))
-    if fts_available(conn):
-        conn.executemany("DELETE FROM fts WHERE rowid = ?", [(i,) for i in ids])
-    vectors.delete_vectors(conn, ids)
-
-
-def migrate_1_to_2(conn, path):
-    """Schema 1 -> 2: copy every row of `vectors` into vector_blocks, drop `vectors`; one transaction.
-
-    Returns the new version ("2"); a read-only or broken file raises StoreError (rebuild message).
-    """
-    try:
-        conn.execute("BEGIN IMMEDIATE")
-        if read_meta(conn).get("schema_version") != "1":  # another process migrated it meanwhile
-            conn.commit()
-            return read_meta(conn).get("schema_version")
-        print(f"{path}: Index wird einmalig auf Schema-Version 2 umgestellt (Vektoren in Blöcken) …",
-              file=sys.stderr, flush=True)
-        conn.execute(vectors.SCHEMA)
-        for doc_id, blob in conn.execute("SELECT doc_id, vec FROM vectors ORDER BY doc_id").fetchall():
-            vectors.write_vector(conn, doc_id, list(vectors.floats(blob)))
-        conn.execute("DROP TABLE vectors")
-        write_meta(conn, schema_version=SCHEMA_VERSION)
-        conn.commit()
-    except sqlite3.Error as exc:
-        conn.rollback()
-        raise StoreError(f"{path} hat Schema-Version 1 und lässt sich nicht umstellen ({exc}) – neu bauen mit: "
-                         f"python3 build_index.py --rebuild")
-    return str(SCHEMA_VERSION)

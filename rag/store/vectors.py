@@ -7,8 +7,8 @@ b·BLOCK_SIZE … b·BLOCK_SIZE + BLOCK_SIZE − 1, each in a fixed slot k = doc
     vecs   BLOCK_SIZE × D little-endian float32, slot k at byte k·D·4
     norms  BLOCK_SIZE little-endian float64, |v|² of slot k; 0.0 = empty slot (no vector is zero)
 A scan reads a few large contiguous blobs instead of one row per chunk. Writing one chunk writes
-its D·4 bytes in place (SQLite incremental blob I/O, inside the caller's transaction); deleting
-one zeroes its slot, and a block whose slots are all empty is dropped.
+its D·4 bytes in place, deleting one zeroes its slot, and a block whose slots are all empty is
+dropped (rag/store/sqlite_file.py write_vector / delete_vectors, inside the caller's transaction).
 
 Scan: score = q · v with the normalised question q (the stored vectors are L2-normalised, so this is
 the cosine), every vector scored, ranked best first, ties by doc id. Ways to compute it, fastest
@@ -42,15 +42,12 @@ FORK_MIN_FLOATS = 2_000_000  # fork the Python scan from this N × D (capacity) 
 FAST_MIN_FLOATS = {"sqlite-vec": 500_000, "numpy": 8_000_000}  # below this N × D, loading the module
 #                  costs more than the Python scan it saves (numpy's import alone is ~0.06 s CPU)
 FLOAT32_ERROR = 2.0 ** -24  # unit roundoff of float32: the fast paths' error is below (2·D + 16) × this × |v|
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS vector_blocks (block INTEGER PRIMARY KEY, norms BLOB NOT NULL, vecs BLOB NOT NULL);
-"""
 Scan = namedtuple("Scan", "ranking method processes candidates", defaults=(None,))  # ranking: [(score, doc_id)]
 #      best first; candidates: how many an approximate preselection (HNSW, rag/store/postgres.py) handed on, else None
 Query = namedtuple("Query", "values norm2")  # the normalised question as a tuple, and its |q|²
 
 
-# -- layout: write, delete, read -------------------------------------------------------------------
+# -- layout: pack, read ----------------------------------------------------------------------------
 def pack(vector):
     """float list -> little-endian float32 bytes. Example: pack([1.0]) -> b'\\x00\\x00\\x80?'"""
     return struct.pack(f"<{len(vector)}f", *vector)
@@ -68,55 +65,15 @@ def floats(data, code="f"):
     return values
 
 
+def normalise(vector):
+    """L2-normalised; a zero vector stays as it is. Example: normalise([3.0, 4.0]) -> [0.6, 0.8]"""
+    norm = math.sqrt(math.fsum(x * x for x in vector))
+    return [x / norm for x in vector] if norm else list(vector)
+
+
 def norm2(vector):
     """|v|² of the float32 values as stored, correctly rounded. Example: norm2([3.0, 4.0]) -> 25.0"""
     return math.fsum(x * x for x in floats(pack(vector)))  # a float32 squared is exact in float64
-
-
-def write_vector(conn, doc_id, vector):
-    """Put one vector into its slot (caller holds the transaction). Example: doc 1030 -> block 1, slot 6"""
-    block, slot = divmod(doc_id, BLOCK_SIZE)
-    data = pack(vector)
-    conn.execute("INSERT OR IGNORE INTO vector_blocks VALUES (?, zeroblob(?), zeroblob(?))",
-                 (block, BLOCK_SIZE * 8, BLOCK_SIZE * len(data)))
-    with conn.blobopen("vector_blocks", "vecs", block) as blob:
-        if len(blob) != BLOCK_SIZE * len(data):
-            raise ValueError(f"dimension {len(vector)} does not fit block {block} ({len(blob)} bytes)")
-        blob.seek(slot * len(data))
-        blob.write(data)
-    with conn.blobopen("vector_blocks", "norms", block) as blob:
-        blob.seek(slot * 8)
-        blob.write(struct.pack("<d", norm2(vector)))
-
-
-def delete_vectors(conn, doc_ids):
-    """Empty the slots of these doc ids; drop blocks left empty (caller holds the transaction)."""
-    assert conn.in_transaction, "blob writes outside a transaction would commit on their own"
-    touched = set()
-    for doc_id in doc_ids:
-        block, slot = divmod(doc_id, BLOCK_SIZE)
-        if conn.execute("SELECT 1 FROM vector_blocks WHERE block = ?", (block,)).fetchone() is None:
-            continue
-        with conn.blobopen("vector_blocks", "norms", block) as blob:
-            blob.seek(slot * 8)
-            blob.write(bytes(8))
-        with conn.blobopen("vector_blocks", "vecs", block) as blob:
-            size = len(blob) // BLOCK_SIZE
-            blob.seek(slot * size)
-            blob.write(bytes(size))
-        touched.add(block)
-    for block in sorted(touched):
-        norms = conn.execute("SELECT norms FROM vector_blocks WHERE block = ?", (block,)).fetchone()[0]
-        if not any(floats(norms, "d")):
-            conn.execute("DELETE FROM vector_blocks WHERE block = ?", (block,))
-
-
-def stored_ids(conn):
-    """Doc ids that have a vector, ascending. Example: one page of 3 chunks -> [1, 2, 3]"""
-    out = []
-    for block, norms in conn.execute("SELECT block, norms FROM vector_blocks ORDER BY block"):
-        out += [block * BLOCK_SIZE + k for k, n2 in enumerate(floats(norms, "d")) if n2]
-    return out
 
 
 def read_vectors(conn, doc_ids):
@@ -140,12 +97,6 @@ def read_vectors(conn, doc_ids):
         except sqlite3.OperationalError:  # no such block
             continue
     return out
-
-
-def read_vector(conn, doc_id):
-    """One stored vector as floats, or None. Example: read_vector(conn, 7) -> [0.12, -0.03, …]"""
-    found = read_vectors(conn, [doc_id]).get(doc_id)
-    return found[0] if found else None
 
 
 def blocks(conn, share=(0, 1)):

@@ -25,6 +25,10 @@ SEARCH_VERSION = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:16]
 FOLD = str.maketrans({"ä": "ae", "ö": "oe", "ü": "ue", "ß": "ss", "ẞ": "ss"})
 PLAIN = str.maketrans({"ä": "a", "ö": "o", "ü": "u", "ß": "ss", "ẞ": "ss"})
 WORD = re.compile(r"[^\W_]+")  # letters and digits; "§", "-", "/" and "_" separate words
+MONTH_NAMES = ["januar jan jänner", "februar feb", "märz mär mrz marz", "april apr", "mai", "juni jun", "juli jul",
+               "august aug", "september sep sept", "oktober okt", "november nov", "dezember dez"]
+MONTHS = {spelling: number for number, names in enumerate(MONTH_NAMES, 1) for name in names.split()
+          for spelling in (name, name.translate(FOLD))}  # as written ("märz") and folded ("maerz") -> 3
 
 MIN_PART = 4  # shortest compound part ("frist", "mail", "netz" …)
 MIN_COMPOUND = 8  # words shorter than this are never split

@@ -1,0 +1,100 @@
+"""The answerability check alone: the answer model's P("ja, die Quellen beantworten die Frage") per
+question, its AUC and the refusals per threshold: evaluate.py --answerable [--tune [--store]].
+
+    auc([0.9, 0.8], [0.1, 0.85]) -> 0.75
+
+Does not handle: the answers themselves (evaluate.py --answers measures those).
+"""
+import json
+import sys
+import tempfile
+
+from eval.measure.answers import ANSWER_OUT, load_answer_items
+from eval.measure.common import MAX_WRONG_REFUSALS, fresh_index, llm_info, start_answer_server
+
+
+def auc(inside, outside):
+    """Probability that an in-wiki question scores above an out-of-wiki one (ties count half).
+
+    Example: auc([0.9, 0.8], [0.1, 0.85]) -> 0.75
+    """
+    pairs = [(a > b) + 0.5 * (a == b) for a in inside for b in outside]
+    return sum(pairs) / len(pairs) if pairs else None
+
+
+def refusal_rates(rows, limit):
+    """(share of out-of-wiki refused, share of in-wiki refused) with the floor and the check at `limit`."""
+    def refused(r):
+        return r["floor"] or (r["p_yes"] is not None and limit is not None and r["p_yes"] < limit)
+    inside = [r for r in rows if r["in_wiki"]]
+    outside = [r for r in rows if not r["in_wiki"]]
+    return (sum(map(refused, outside)) / (len(outside) or 1), sum(map(refused, inside)) / (len(inside) or 1))
+
+
+def tune_threshold(rows):
+    """The threshold that refuses the most out-of-wiki questions while refusing at most MAX_WRONG_REFUSALS
+    of the in-wiki ones (floor included), the lowest such one; None when the check adds nothing."""
+    candidates = sorted({round(r["p_yes"], 4) for r in rows if r["p_yes"] is not None})
+    best = (refusal_rates(rows, None)[0], 0, None)
+    for limit in candidates:
+        limit = round(limit + 1e-4, 4)  # refuse below: a question at exactly this p stays answered
+        out, wrong = refusal_rates(rows, limit)
+        if wrong <= MAX_WRONG_REFUSALS and (out, -limit) > best[:2]:
+            best = (out, -limit, limit)
+    return best[2]
+
+
+def run_answerable(args, db_given):
+    """evaluate.py --answerable: the answerability check alone (no answers), per question, and its threshold."""
+    from rag import core
+    from rag.answer import answerable
+    from rag.answer import context
+    items = load_answer_items(args.answer_questions)
+    with tempfile.TemporaryDirectory(prefix="rag-answerable-") as tmp:
+        db = args.db if db_given else fresh_index(tmp, args)
+        server = None if args.server else start_answer_server(args, tmp)
+        url = args.server or server.url
+        settings = core.Settings(db=db, model=args.model, embedding_bin=args.embedding_bin, server=url, audit="")
+        rows = []
+        try:
+            model = (args.llm_model_name or llm_info(url)["model"])
+            for n, item in enumerate(items, start=1):
+                kind = context.kind(item["question"])
+                retrieval, question, *_ = core.retrieve(item["question"], settings, {}, kind)
+                p = None
+                if retrieval.sources:  # also where the floor refuses: --tune weighs the floor against the check
+                    prefix, _, _ = core.prompt_for(question, retrieval, settings, kind, chat=True)
+                    p = answerable.p_yes(url, prefix)
+                rows.append({"question": item["question"], "in_wiki": bool(item["facts"]), "kind": item.get("kind"),
+                             "floor": retrieval.weak or not retrieval.sources, "p_yes": p,
+                             "best_cosine": retrieval.best_cosine, "coverage": retrieval.coverage})
+                print(f"[{n}/{len(items)}] {'Schwelle, ' if rows[-1]['floor'] else ''}P(ja) "
+                      f"{'–' if p is None else f'{p:.3f}'}  "
+                      f"{'im Wiki' if item['facts'] else 'nicht im Wiki'}: {item['question']}", file=sys.stderr, flush=True)
+        finally:
+            if server:
+                server.stop()
+    checked = [r for r in rows if r["p_yes"] is not None]
+    area = auc([r["p_yes"] for r in checked if r["in_wiki"]], [r["p_yes"] for r in checked if not r["in_wiki"]])
+    limit = tune_threshold(rows) if args.tune else (answerable.threshold(model) if args.answer_threshold is None
+                                                   else args.answer_threshold)
+    print(f"Antwortmodell {model}; {sum(r['in_wiki'] for r in rows)} Fragen mit Antwort, "
+          f"{sum(not r['in_wiki'] for r in rows)} ohne ({args.answer_questions})")
+    print(f"AUC von P(ja) (alle Fragen mit Quellen): {area:.3f}" if area is not None else "AUC: –")
+    print("| Schwelle P(ja) | ohne Antwort abgelehnt | mit Antwort fälschlich abgelehnt |")
+    print("|---:|---:|---:|")
+    for shown in sorted({None, 0.1, 0.2, 0.3, 0.5, 0.7, limit} - {None}) + [None]:
+        out, wrong = refusal_rates(rows, shown)
+        print(f"| {'nur Relevanzschwelle' if shown is None else shown} | {out:.0%} | {wrong:.0%} |"
+              + ("  ← gewählt" if shown == limit and shown is not None else ""))
+    if args.tune and args.store and limit is not None:
+        out, wrong = refusal_rates(rows, limit)
+        stored = answerable.store(model, {"threshold": limit, "set": args.answer_questions, "auc": round(area, 3),
+                                 "refused_out": round(out, 3), "refused_in": round(wrong, 3),
+                                 "command": "python3 evaluate.py --answerable --tune --store"})
+        print(f"Gespeichert in {stored}: {model} → Schwelle {limit}")
+    out_path = "answerable-run.jsonl" if args.out == ANSWER_OUT else args.out
+    with open(out_path, "w", encoding="utf-8") as f:
+        f.writelines(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
+    print(f"(jede Frage in {out_path})")
+

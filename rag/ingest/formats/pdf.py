@@ -1,0 +1,93 @@
+"""PDF pages as Markdown, through poppler's `pdftotext -layout`.
+
+    pdf_to_markdown(pdf_bytes, "vertrag.pdf", "pdftotext")
+    -> "# vertrag.pdf\\n\\n## Seite 1\\n\\n…\\n\\n## Seite 2\\n\\n…"
+
+pdftotext (found via --pdftotext, RAG_PDFTOTEXT, then PATH) is fed on stdin; each page (form feed)
+becomes "## Seite N"; the PDF's Title, else the file name, is the H1. A Title that is no title
+("Microsoft Word - v3.docx", "Untitled") is ignored. Pages without text (fewer than MIN_PAGE_CHARS
+characters) while other pages have text are left out and listed in notes.empty_pages.
+
+Does not handle: OCR of scanned PDFs, headings inside a PDF page (a page is the smallest section),
+password-protected files, invisible text in PDFs (pdftotext extracts it like any other).
+"""
+import os
+import re
+import shutil
+import subprocess
+
+from rag.ingest.formats.base import FormatError, ToolMissing, join_blocks, protect
+
+MIN_PAGE_CHARS = 20  # a PDF page with fewer non-space characters has no text layer (while others have one)
+PDFTOTEXT_TIMEOUT = 120  # seconds per PDF
+PDF_INSTALL = "apt-get install poppler-utils"  # named in the warning when pdftotext is missing
+NO_TITLE = re.compile(r"^(untitled|unbenannt|ohne titel|(document|dokument)\s*\d*)$|^microsoft \w+ - |"
+                      r"\.(docx?|pdf|odt|rtf|txt)$", re.I)  # PDF Title metadata that names no document
+
+
+def default_pdftotext():
+    """pdftotext: $RAG_PDFTOTEXT, else PATH; the bare name when neither has it (the caller reports)."""
+    return os.environ.get("RAG_PDFTOTEXT") or shutil.which("pdftotext") or "pdftotext"
+
+
+def run_pdftotext(data, pdftotext):
+    """pdftotext's -htmlmeta output for the PDF bytes: (title or None, text with \\f between pages)."""
+    import html
+    command = [pdftotext, "-layout", "-enc", "UTF-8", "-htmlmeta", "-", "-"]
+    try:
+        done = subprocess.run(command, input=data, capture_output=True, timeout=PDFTOTEXT_TIMEOUT)
+    except OSError as exc:  # not there, not executable, not a program
+        raise ToolMissing(f"pdftotext nicht gefunden ({pdftotext}: {exc.strerror}) – PDF-Seiten übersprungen; "
+                          f"installieren mit: {PDF_INSTALL} (oder Pfad mit --pdftotext / RAG_PDFTOTEXT angeben)")
+    except subprocess.TimeoutExpired:
+        raise FormatError(f"pdftotext nach {PDFTOTEXT_TIMEOUT} s abgebrochen – PDF prüfen oder aufteilen")
+    err = done.stderr.decode("utf-8", "replace")
+    if done.returncode != 0:
+        if "password" in err.lower():
+            raise FormatError("verschlüsselt (Passwort nötig) – ohne Passwortschutz speichern")
+        if done.returncode == 3:
+            raise FormatError("Kopierschutz verbietet das Auslesen des Texts – ungeschützt speichern")
+        last = (err.strip().splitlines() or [f"Exit-Code {done.returncode}"])[-1]
+        raise FormatError(f"defekt oder kein PDF (pdftotext: {last.strip()}) – Datei neu exportieren")
+    out = done.stdout.decode("utf-8", "replace")
+    title = re.search(r"<title>(.*?)</title>", out, re.S)
+    body = re.search(r"<pre>\n?(.*)</pre>", out, re.S)
+    text = body.group(1) if body else ""  # (pdftotext escapes the title, not the text)
+    return (html.unescape(title.group(1)).strip() or None) if title else None, text
+
+
+def page_lines(page):
+    """One PDF page's text: trailing spaces and the common left margin removed, markup escaped.
+
+    Example: "   Laufzeit\\n   # 12 Monate  " -> ["Laufzeit", "\\\\# 12 Monate"]
+    """
+    lines = [line.rstrip() for line in page.replace("\r", "").split("\n")]
+    margin = min((len(line) - len(line.lstrip()) for line in lines if line), default=0)
+    return [protect(line[margin:]) for line in lines]
+
+
+def pdf_to_markdown(data, title, pdftotext, notes=None):
+    """PDF bytes -> "# Title\\n\\n## Seite 1\\n\\n…"; FormatError for encrypted, broken or text-less PDFs.
+
+    Pages with fewer than MIN_PAGE_CHARS characters are left out and listed in notes.empty_pages
+    when another page has text ("kein Textlayer" when none has).
+    """
+    meta_title, text = run_pdftotext(data, pdftotext)
+    pages = text.split("\f")
+    if pages and not pages[-1].strip():
+        pages.pop()  # pdftotext ends every page with \f
+    silent = [n for n, page in enumerate(pages, 1) if len(re.sub(r"\s", "", page)) < MIN_PAGE_CHARS]
+    if len(silent) == len(pages) and not any(page.strip() for page in pages):
+        raise FormatError("kein Textlayer – OCR nötig (z. B. ocrmypdf), dann erneut indexieren")
+    if len(silent) == len(pages):
+        silent = []  # a short PDF that is all short pages: nothing to compare with
+    if notes is not None:
+        notes.empty_pages.extend(silent)
+    meta_title = " ".join((meta_title or "").split())
+    blocks = [f"# {title if not meta_title or NO_TITLE.search(meta_title) else meta_title}"]
+    for number, page in enumerate(pages, 1):
+        if number in silent:
+            continue
+        blocks.append(f"## Seite {number}")
+        blocks.append(re.sub(r"\n{3,}", "\n\n", "\n".join(page_lines(page)).strip("\n")))
+    return join_blocks(blocks)

@@ -1,0 +1,162 @@
+"""Steps 3 and 4 together: embed the chunks that are new, store each page in one transaction.
+
+    index = open_index(args)                            # the store behind --db, checked against the model
+    embed_and_store(index, [Page("a.md", "5e1f…", [("A", "Text")], ["c0ff…"])], args, stats)
+    -> [("a.md", 1, 0.4)]                                # (path, chunks embedded for it, seconds)
+
+Incremental: a chunk whose text (heading path + content) is already in the index reuses its
+vector, so a renamed page needs no new embeddings. A page's old chunks are replaced only after all
+of its new vectors exist, in one transaction, so a crash leaves every page entirely old or entirely
+new; the next run finishes the job. The search text (rag/text/german.py) is derived here, once.
+
+Does not handle: two writers at once (the second waits for the first, rag/store/), mixing models
+(a different model or pooling stops the run and names --rebuild).
+"""
+import collections
+import os
+import time
+from pathlib import Path
+
+from rag import store
+from rag.ingest import embed_chunks
+from rag.ingest.chunking import embedded_text
+from rag.ingest.pages import warn
+from rag.models import embed_binary
+from rag.models.embedding import EmbeddingError, model_mismatch
+from rag.text import german
+from rag.text import safety
+
+
+def check_setup(args):
+    """Wiki, pages, embedder and model must be there before anything is opened (one German line each).
+
+    Sets args.via (the transport, rag/ingest/embed_chunks.py) and args.identity (the model as the index names it).
+    """
+    wiki = Path(args.wiki)
+    if not wiki.is_dir():
+        raise SystemExit(f"Fehler: Wiki-Ordner {wiki} nicht gefunden – Pfad mit --wiki oder RAG_WIKI angeben.")
+    args.via = embed_chunks.transport(args)
+    if args.via == "server" and not args.embed_url:
+        raise SystemExit("Fehler: --embed-via server braucht die URL des Embedding-Servers – "
+                         "--embed-url / RAG_EMBED_URL angeben, z. B. http://127.0.0.1:8080")
+    if args.via != "server" and not os.path.isfile(args.model):
+        raise SystemExit(f"Fehler: Embedding-Modell {args.model} nicht gefunden – einrichten mit: "
+                         f"python3 scripts/setup_llama.py (oder --model / RAG_EMBED_MODEL)")
+    if args.via == "spawn" and not os.path.isfile(embed_chunks.server_bin(args)):
+        raise SystemExit(f"Fehler: llama-server nicht neben llama-embedding gefunden ({embed_chunks.server_bin(args)}) – "
+                         f"einrichten mit: python3 scripts/setup_llama.py oder --embed-via binary verwenden")
+    try:
+        args.identity = embed_chunks.model_identity(args)
+    except EmbeddingError as exc:
+        raise SystemExit(f"Fehler: {exc}")
+    return wiki
+
+
+def check_model(meta, args):
+    """Refuse to mix models: names must match, and sizes where both are known (rag/models/embedding.py)."""
+    mismatch = model_mismatch(meta, *args.identity)
+    if mismatch:
+        raise SystemExit(f"Fehler: {args.db} wurde mit Modell {mismatch[0]} (Dimension {meta.get('dim')}) "
+                         f"gebaut, jetzt ist {mismatch[1]} eingestellt – neu bauen mit: "
+                         f"python3 build_index.py --rebuild")
+    if args.via != "server" and meta.get("pooling") and meta["pooling"] != embed_binary.POOLING:
+        raise SystemExit(f"Fehler: {args.db} wurde mit Pooling {meta['pooling']} gebaut, jetzt {embed_binary.POOLING} "
+                         f"– neu bauen mit: python3 build_index.py --rebuild")
+
+
+def open_index(args):
+    """The store behind --db, checked against the model (SQLite file or PostgreSQL, rag/store/)."""
+    try:
+        index = store.open_store(args.db, create=True, rebuild=args.rebuild)
+    except store.StoreError as exc:
+        raise SystemExit(f"Fehler: {exc}")
+    if not args.rebuild:
+        check_model(index.meta(), args)
+    if not index.has_lexical():
+        warn("dieses Python-SQLite hat kein FTS5 – nur Vektorsuche (--mode vector) möglich; "
+             "ein Python mit FTS5-fähigem SQLite verwenden")
+    return index
+
+
+def remember_model(index, args, dim):
+    """On the first vector of a new index: model, dimension and prefixes go into meta; later vectors must match."""
+    meta = index.meta()
+    if not meta.get("dim"):
+        name, size = args.identity
+        query_prefix, passage_prefix = embed_binary.prefixes_for(name)
+        index.write_meta(embed_model=name, embed_model_size=size, dim=dim, query_prefix=query_prefix,
+                         passage_prefix=passage_prefix, **({} if args.via == "server" else {"pooling": embed_binary.POOLING}))
+    elif str(dim) != meta["dim"]:
+        raise SystemExit(f"Fehler: {args.identity[0]} liefert Dimension {dim}, {args.db} wurde mit "
+                         f"{meta.get('embed_model')} in Dimension {meta['dim']} gebaut – neu bauen mit: "
+                         f"python3 build_index.py --rebuild")
+
+
+def embed_and_store(index, todo, args, stats):
+    """Embed the chunk texts that have no vector in the index yet (vectors are reused by text hash,
+    across pages), and write each page, in path order, as soon as all its vectors exist, one
+    transaction each. Returns [(path, chunks embedded for it, seconds since the start)]."""
+    needed = {}  # text hash -> embedded text
+    for page in todo:
+        for (heading, content), key in zip(page.chunks, page.keys):
+            needed.setdefault(key, embedded_text(heading, content))
+    vectors = index.reusable(needed)
+    missing = [h for h in needed if h not in vectors]
+    stats["reused"] = sum(len(page.keys) for page in todo) - len(missing)
+    _, passage_prefix = embed_binary.prefixes_for(args.identity[0])  # e5: "passage: "
+    passage_prefix = index.meta().get("passage_prefix", passage_prefix)  # an index keeps the prefix it was built with
+    pending, written, fresh, started = collections.deque(todo), [], set(missing), time.monotonic()
+    progress = embed_chunks.Progress(len(todo), not args.quiet)
+
+    def flush_ready():
+        while pending and all(k in vectors for k in pending[0].keys):
+            page = pending.popleft()
+            chunks = [store.Chunk(h, c, vectors[k], k, safety.scan(c), None) for (h, c), k in zip(page.chunks, page.keys)]
+            index.write_page(page.path, page.hash, with_search_text(chunks, index.vocab()))
+            written.append((page.path, sum(k in fresh for k in page.keys), time.monotonic() - started))
+
+    try:
+        flush_ready()  # pages whose chunks are all reused
+        for start, batch in embed_chunks.embed_all([passage_prefix + needed[h] for h in missing], args):
+            remember_model(index, args, len(batch[0]))
+            vectors.update(zip(missing[start:start + len(batch)], batch))
+            stats["embedded"] += len(batch)
+            flush_ready()
+            progress.show(len(written), stats["embedded"], len(missing))
+    except EmbeddingError as exc:
+        progress.done()
+        raise SystemExit(f"Fehler: {exc} ({len(written)} Seiten dieses Laufs gespeichert; erneut starten setzt fort)")
+    progress.done()
+    return written
+
+
+def with_search_text(chunks, vocab):
+    """The chunks with their folded search text (heading, body) from rag/text/german.py."""
+    return [c._replace(search=(german.index_text(c.heading, vocab), german.index_text(c.content, vocab)))
+            for c in chunks]
+
+
+def forget_gone(index, known, present):
+    """Delete the pages of the index that are no longer pages of the wiki; returns their paths, sorted.
+
+    Called after the adds, so a moved page could reuse its vectors. Example: known {"a.md", "b.md"},
+    present {"a.md"} -> ["b.md"]
+    """
+    gone = sorted(set(known) - present)
+    for rel in gone:
+        index.delete_page(rel)
+    return gone
+
+
+def refresh_search(index):
+    """Relearn the compound vocabulary from the indexed text; rewrite every search text if it changed."""
+    meta = index.meta()
+    if meta.get("vocab_dirty") != "1" and meta.get("search_version") == german.SEARCH_VERSION:
+        return
+    rows = index.texts()
+    vocab = german.learn_vocabulary(h + "\n" + c for _, h, c in rows)
+    if vocab != index.vocab() or meta.get("search_version") != german.SEARCH_VERSION:
+        index.replace_search(vocab, [(i, german.index_text(h, vocab), german.index_text(c, vocab)) for i, h, c in rows],
+                             vocab_dirty=0, search_version=german.SEARCH_VERSION)
+    else:
+        index.write_meta(vocab_dirty=0, search_version=german.SEARCH_VERSION)

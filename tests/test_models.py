@@ -1,0 +1,132 @@
+"""The one HTTP client (rag/models/http.py), split_chat, and the embedding contract (rag/models/embedding.py).
+
+A slow server is a real HTTP server in a thread that answers its first request late: a busy machine
+must cost a retry (one line on stderr), not the answer.
+
+Does not handle: streamed answers (test_ask_rag.py and test_core.py run them against tests/fake_server.py).
+"""
+import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from rag.models import embed_server
+from rag.models import embedding
+from rag.models import http
+from rag.models import llm
+from rag.store import vectors
+
+
+class SlowServer:
+    """Answers POST /v1/chat/completions with `reply` as the message content; the first `late` requests
+    only after `delay` seconds."""
+
+    def __init__(self, delay, late=1, reply='["Quota erhöhen"]'):
+        self.delay, self.late, self.reply, self.requests = delay, late, reply, 0
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):
+                self.rfile.read(int(self.headers["Content-Length"]))
+                outer.requests += 1
+                if outer.requests <= outer.late:
+                    time.sleep(outer.delay)
+                body = json.dumps({"choices": [{"message": {"content": outer.reply}}]}).encode()
+                try:
+                    self.send_response(200)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(body)))
+                    self.end_headers()
+                    self.wfile.write(body)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client gave up on this one
+
+            def log_message(self, *args):
+                pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+
+    def __enter__(self):
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+        return self
+
+    def __exit__(self, *exc):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+MESSAGES = [{"role": "user", "content": "Suchbegriffe für: Postfach voll"}]
+SCHEMA = {"type": "array", "items": {"type": "string"}}
+
+
+def test_read_timeout_grows_with_the_prompt_and_the_answer():
+    assert http.read_timeout(30) == 30
+    assert http.read_timeout(30, "x" * 600, 40) == 30 + 600 / 3 / http.PROMPT_FLOOR + 40 / http.GENERATE_FLOOR
+    assert http.read_timeout(30, "ä" * 300) == http.read_timeout(30, "x" * 600)  # bytes, not characters
+
+
+def test_a_late_answer_is_retried_once_and_says_so(capsys):
+    with SlowServer(delay=1.5) as server:
+        found = llm.complete_json(server.url, MESSAGES, SCHEMA, 8, timeout=0.5)
+    assert found == ["Quota erhöhen"] and server.requests == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "antwortete nicht innerhalb von 0.5 s" in err and "zweiter Versuch" in err
+
+
+def test_a_server_late_twice_is_one_german_line(capsys):
+    with SlowServer(delay=1.5, late=2) as server:
+        with pytest.raises(llm.LLMError, match=r"antwortete nicht innerhalb von 0.5 s – Server prüfen") as caught:
+            llm.complete_json(server.url, MESSAGES, SCHEMA, 8, timeout=0.5)
+    assert "\n" not in str(caught.value) and server.requests == 2
+
+
+def test_complete_json_waits_longer_for_a_longer_prompt(monkeypatch):
+    asked = []
+    monkeypatch.setattr(llm, "send", lambda method, url, path, timeout, *a, **k: asked.append(timeout) or 1 / 0)
+    for text in ("kurz", "lang " * 2000):
+        with pytest.raises(ZeroDivisionError):
+            llm.complete_json("http://127.0.0.1:9", [{"role": "user", "content": text}], SCHEMA, 40)
+    assert asked[0] == http.read_timeout(llm.SHORT_TIMEOUT, "kurz", 40) < asked[1]
+
+
+def test_unreachable_server_names_the_start_command():
+    with pytest.raises(llm.LLMError, match="nicht erreichbar – starten mit: llama-server -m MODELL.gguf --host "
+                                           "127.0.0.1 --port 9$"):
+        llm.get_json("http://127.0.0.1:9", "/health")
+    with pytest.raises(embedding.EmbeddingError, match="--embeddings --pooling mean --host 127.0.0.1 --port 9 "):
+        embed_server.embed_texts(["Test"], "http://127.0.0.1:9/v1")
+
+
+def test_error_lines_read_the_servers_own_message():
+    assert http.error_message({"error": {"code": 500, "message": "KV-Cache voll"}}) == "KV-Cache voll"
+    assert http.error_message({"detail": "model not found"}) == "model not found"
+    assert http.auth_headers("geheim") == {"Authorization": "Bearer geheim"} and http.auth_headers(None) == {}
+    assert http.base_url("http://127.0.0.1:11434/v1/embeddings") == "http://127.0.0.1:11434"
+
+
+def test_split_chat_takes_the_system_message_apart():
+    assert llm.split_chat("Regeln.\n\nFrage: x", "Regeln.") == [
+        {"role": "system", "content": "Regeln."}, {"role": "user", "content": "Frage: x"}]
+    assert llm.split_chat("Antworte kurz.\n\nFrage: x", "Regeln.") == [
+        {"role": "user", "content": "Antworte kurz.\n\nFrage: x"}]
+
+
+@pytest.mark.parametrize("meta, name, size, expected", [
+    ({}, "a.gguf", "9", None),                                                   # a new index
+    ({"embed_model": "a.gguf", "embed_model_size": "9"}, "a.gguf", "9", None),
+    ({"embed_model": "a.gguf"}, "a.gguf", "", None),                             # a server reports no size
+    ({"embed_model": "a.gguf", "embed_model_size": "9"}, "a.gguf", "", None),    # built from the file, asked a server
+    ({"embed_model": "a.gguf"}, "b.gguf", "", ("a.gguf", "b.gguf")),
+    ({"embed_model": "a.gguf", "embed_model_size": "9"}, "a.gguf", "19", ("a.gguf (9 Bytes)", "a.gguf (19 Bytes)")),
+    ({"embed_model": "a.gguf"}, None, "", ("a.gguf", "unbekanntem Modell")),     # the server names no model
+])
+def test_model_mismatch(meta, name, size, expected):
+    assert embedding.model_mismatch(meta, name, size) == expected
+
+
+def test_one_l2_normaliser_for_every_embedder():
+    assert vectors.normalise([3.0, 4.0]) == [0.6, 0.8] and vectors.normalise([0.0, 0.0]) == [0.0, 0.0]
+    assert embed_server.normalise is vectors.normalise
