@@ -131,3 +131,22 @@ def test_every_docs_page_is_linked_from_the_readme():
     linked = {unquote(target.partition("#")[0]) for _, target in links(ROOT / "README.md")}
     pages = {f"docs/{p.name}" for p in (ROOT / "docs").glob("*.md")}
     assert sorted(pages - linked) == []
+
+
+def test_the_rundgang_names_functions_that_exist():
+    """docs/rundgang.md: every `name` in a step is defined in one of the files that step links to."""
+    text = (ROOT / "docs" / "rundgang.md").read_text(encoding="utf-8").split("## Die Dateien")[0]
+    steps = re.split(r"\n(?=\d\. \*\*)", text)[1:]
+    assert len(steps) == 9  # the post's steps: read, chunk, embed, store; embed, rank, prompt, ask, show
+    missing = []
+    for step in steps:
+        step = step.split("\n## ")[0]
+        source = ""
+        for target in re.findall(r"\]\(\.\./([^)#]+)\)", step):
+            path = ROOT / target
+            files = sorted(path.glob("*.py")) if path.is_dir() else [path] if path.suffix == ".py" else []
+            source += "".join(f.read_text(encoding="utf-8") for f in files)
+        for name in re.findall(r"`([A-Za-z_]\w*)`", step):
+            if not re.search(rf"^\s*(?:def|class) {name}\b|^{name} = ", source, re.M):
+                missing.append(f"{step[:30]!r}: {name}")
+    assert missing == []
