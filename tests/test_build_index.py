@@ -176,6 +176,34 @@ def test_search_text_is_rebuilt_when_the_german_rules_change(small_wiki, store_e
     assert ("mailbox",) in clean[1]  # the vocabulary is learned from the wiki
 
 
+def test_front_matter_title_and_tags_are_search_words_of_every_chunk(tmp_path, store_env, stores):
+    """Issue 29: the front matter title (where the H1 says something else) counts for search in each chunk of
+    its page, the shown chunks stay as they are, and it survives the vocabulary rewrite and leaves with the page
+    (tags likewise with chunking.TAGS_IN_SEARCH, off by default)."""
+    wiki = write_wiki(tmp_path / "wiki", {
+        "adapter.md": "---\ntitle: Zigbee-Funkadapter\ntags: [Funkstandard]\n---\n# Reiter Adapter\n\nListe.\n\n"
+                      "## Filter\n\nSuchfeld oben.\n",
+        "vpn.md": "# VPN\n\nClient starten.\n"})
+    db = store_env["RAG_DB"]
+    ok(build(wiki, store_env))
+    fts = {(path, i): (heading, body) for path, i, heading, body in stores.search_rows(db)[0]}
+    vocab = stores.search_rows(db)[1]
+    words = set(german.index_text("Zigbee-Funkadapter", set()).split())  # folded and stemmed
+    assert all(words <= set(fts[("adapter.md", i)][0].split()) for i in (0, 1))
+    assert not words & set((fts[("vpn.md", 0)][0] + " " + fts[("vpn.md", 0)][1]).split())
+    assert not any("funkstandard" in fts[("adapter.md", i)][0] for i in (0, 1))  # tags: off by default
+    assert [tuple(row) for row in stores.query(db, "SELECT heading, content FROM docs ORDER BY path, chunk_index")] == \
+        [("Reiter Adapter", "Liste."), ("Reiter Adapter \u203a Filter", "Suchfeld oben."), ("VPN", "Client starten.")]
+    (wiki / "neu.md").write_text("# Neu\n\nPostfachgröße und Postfach.\n", encoding="utf-8")  # new vocabulary
+    ok(build(wiki, store_env))
+    assert stores.search_rows(db)[1] != vocab  # so every search text was rewritten
+    assert {k: v for k, v in ((r[0:2], r[2]) for r in stores.search_rows(db)[0]) if k[0] == "adapter.md"} == \
+        {k: v[0] for k, v in fts.items() if k[0] == "adapter.md"}
+    (wiki / "adapter.md").unlink()
+    ok(build(wiki, store_env))
+    assert "adapter.md" not in stores.meta(db).get("page_words", "")
+
+
 # -- 2. atomic per page: SIGKILL at several points -------------------------------------------------
 def kill_wiki(version):
     """8 pages of 2 sections; v2 renames every changed page's title (all its chunks change) and adds
@@ -615,13 +643,21 @@ def test_forget_gone_deletes_the_pages_no_longer_in_the_wiki():
 
     class Index:
         deleted = []
+        stored = {"page_words": '{"a.md": "Adapter", "b.md": "Zigbee"}'}  # front matter words (page_words)
 
         def delete_page(self, rel):
             self.deleted.append(rel)
 
+        def meta(self):
+            return dict(self.stored)
+
+        def write_meta(self, **values):
+            self.stored.update(values)
+
     index = Index()
     assert indexing.forget_gone(index, {"a.md": "1", "c.md": "3", "b.md": "2"}, {"a.md"}) == ["b.md", "c.md"]
     assert index.deleted == ["b.md", "c.md"]
+    assert index.stored["page_words"] == '{"a.md": "Adapter"}'
 
 
 def test_summary_is_the_line_a_run_ends_with():

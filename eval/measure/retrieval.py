@@ -15,12 +15,36 @@ from rag.models import embed_binary as embedder
 from rag.search import ranking as search
 from rag import store
 
-from eval.measure.common import DEPTH, MAX_WRONG_REFUSALS, load_jsonl
+from eval.measure.common import DEPTH, MAX_WRONG_REFUSALS, load_jsonl, read_jsonl
 
 
 def load_questions(path):
-    """The question set: lines with "question" and "expected" (a list; empty = not in the wiki)."""
+    """The question set: lines with "question" and "expected" (a list; empty = not in the wiki).
+
+    Answer-set lines (eval/answers_*.jsonl) are read too, see from_answer_line.
+    """
+    items = read_jsonl(path, "Fragen-Datei", "JSON Lines")
+    if items and all("expected" not in i and "kind" in i for i in items):
+        return [from_answer_line(path, item) for item in items]
     return load_jsonl(path, "expected", "Liste")
+
+
+def from_answer_line(path, item):
+    """An answer-set line as a retrieval question: howto/fact -> one expected {file, heading}; out -> none.
+
+    Example: {"question": "Q", "kind": "howto", "source": "install__linux.md › Linux"}
+             -> {"question": "Q", "expected": [{"file": "install__linux.md", "heading": "Linux"}]}
+    """
+    if "question" not in item or item.get("kind") not in ("howto", "fact", "out"):
+        raise SystemExit(f"Fehler: {path}: jede Antwort-Zeile braucht \"question\" und \"kind\" "
+                         f"(howto, fact oder out).")
+    if item["kind"] == "out":
+        return {**item, "expected": []}
+    file, _, heading = item.get("source", "").partition(" › ")
+    if not file:
+        raise SystemExit(f"Fehler: {path}: howto-/fact-Zeile ohne \"source\" (\"datei › Überschrift\"): "
+                         f"{item['question']}")
+    return {**item, "expected": [{"file": file.strip(), "heading": heading.strip()}]}
 
 
 def matches(source, expected):
@@ -29,7 +53,9 @@ def matches(source, expected):
     Example: path "mail/a.md", heading "Mail › Quota" matches {"file": "mail/a.md", "heading": "Quota"}
     """
     parts = source.heading.split(" › ")
-    return any(source.path == e["file"] and (not e.get("heading") or e["heading"] in parts) for e in expected)
+    return any(source.path == e["file"] and (not e.get("heading") or e["heading"] in parts
+                                             or (" › " in e["heading"] and e["heading"] in source.heading))
+               for e in expected)
 
 
 def first_hit(sources, expected):

@@ -8,29 +8,38 @@ paragraphs under the same heading share a chunk. A paragraph longer than a chunk
 line break that fits, else the last sentence end (rag/text/sentences.py, the one splitter: "z. B."
 ends no sentence), else a space. A chunk too long for the embedding model's context is split further.
 What the model sees of a chunk is embedded_text(): the heading path, a blank line, the content.
+Documentation markup is read as structure first (rag/ingest/markup.py): setext headings are headings,
+MkDocs admonitions become labelled notes of their section ("Achtung: …"), content tabs stay together.
+A page's front matter title is a word of each of its chunks for search where no heading says it (page_words).
 
-Does not handle: setext headings (underlined with ===), tables wider than a chunk (cut like text).
+Does not handle: tables wider than a chunk (cut like text).
 """
 import collections
 import re
 
-from rag.ingest.pages import strip_front_matter, text_hash, warn
+from rag.ingest import markup
+from rag.ingest.pages import front_matter, strip_front_matter, text_hash, warn
 from rag.models import embed_binary
 from rag.text import sentences
 
 MAX_CHARS = 1200  # longest chunk in characters (as in the post)
 HEADING_SEP = " › "  # between the parts of a heading path
-CHUNKER = "chunker 4"  # bump when chunking changes: every page is then re-chunked (vectors reused);
-#                        3: invisible characters removed; 4: long paragraphs cut with rag/text/sentences.py
+CHUNKER = "chunker 5"  # bump when chunking changes: every page is then re-chunked (vectors reused);
+#                        3: invisible characters removed; 4: long paragraphs cut with rag/text/sentences.py;
+#                        5: documentation markup (rag/ingest/markup.py), front matter after an image line
 CLAUSE_MARKS = ".!?:;"  # where a too-long paragraph may be cut: sentence ends, and after ":" and ";"
 HEADING = re.compile(r"^(#{1,6})\s+(.+?)(?:\s+#+)?\s*$")  # "## Quota ##" -> Quota; "# C#" stays C#
 FENCE = re.compile(r"^\s*(```|~~~)")
 
-Page = collections.namedtuple("Page", "path hash chunks keys")  # chunks [(heading, content)], keys: their text hashes
+TAGS_IN_SEARCH = False  # front matter tags as search words of every chunk of their page; off: measured on wiki/
+#                        (eval/questions.jsonl, hybrid) they cost Recall@1 0.742 -> 0.726 and refusals 71% -> 64%
+
+Page = collections.namedtuple("Page", "path hash chunks keys words", defaults=("",))
+#      chunks [(heading, content)], keys: their text hashes, words: search words of every chunk (page_words)
 
 
 def settings(max_chars):
-    """What else decides a page's chunks, for its page hash. Example: settings(1200) -> "chunker 4, max_chars=1200" """
+    """What else decides a page's chunks, for its page hash. Example: settings(1200) -> "chunker 5, max_chars=1200" """
     return f"{CHUNKER}, max_chars={max_chars}"
 
 
@@ -120,7 +129,7 @@ def chunk_page(text, max_chars=MAX_CHARS):
     """
     body, title = strip_front_matter(text)
     chunks = []
-    for path, paragraph in blocks(body, title):
+    for path, paragraph in blocks(markup.plain(body), title):
         heading = HEADING_SEP.join(path)
         for piece in split_long(paragraph, max_chars):
             if chunks and chunks[-1][0] == heading and len(chunks[-1][1]) + 2 + len(piece) <= max_chars:
@@ -128,6 +137,18 @@ def chunk_page(text, max_chars=MAX_CHARS):
             else:
                 chunks.append((heading, piece))
     return [chunk for heading, content in chunks for chunk in fit_context(heading, content)]
+
+
+def page_words(text, chunks):
+    """The front matter title (and tags, if TAGS_IN_SEARCH) as search words of a page, less what every
+    heading path already says.
+
+    Example: ("---\\ntitle: Adapter\\n---\\n# Reiter Adapter\\nText", [("Reiter Adapter", "Text")]) -> "Adapter"
+             ("---\\ntitle: VPN\\n---\\nText", [("VPN", "Text")]) -> ""
+    """
+    _, title, tags = front_matter(text)
+    words = [title or ""] + (tags if TAGS_IN_SEARCH else [])
+    return " ".join(w for w in words if w and not all(w in h.split(HEADING_SEP) for h, _ in chunks))
 
 
 def chunk_pages(changed, max_chars, present):
@@ -143,5 +164,6 @@ def chunk_pages(changed, max_chars, present):
             warn(f"{rel}: enthält keinen Text (leer oder nur Überschriften/Front Matter) – übersprungen")
             present.discard(rel)
             continue
-        todo.append(Page(rel, page_hash, chunks, [text_hash(embedded_text(h, c)) for h, c in chunks]))
+        todo.append(Page(rel, page_hash, chunks, [text_hash(embedded_text(h, c)) for h, c in chunks],
+                         page_words(text, chunks)))
     return todo

@@ -13,6 +13,7 @@ Does not handle: two writers at once (the second waits for the first, rag/store/
 (a different model or pooling stops the run and names --rebuild).
 """
 import collections
+import json
 import os
 import time
 from pathlib import Path
@@ -112,7 +113,8 @@ def embed_and_store(index, todo, args, stats):
         while pending and all(k in vectors for k in pending[0].keys):
             page = pending.popleft()
             chunks = [store.Chunk(h, c, vectors[k], k, safety.scan(c), None) for (h, c), k in zip(page.chunks, page.keys)]
-            index.write_page(page.path, page.hash, with_search_text(chunks, index.vocab()))
+            remember_words(index, {page.path: page.words})  # first: a crash before the page leaves a rerun to write it
+            index.write_page(page.path, page.hash, with_search_text(chunks, index.vocab(), page.words))
             written.append((page.path, sum(k in fresh for k in page.keys), time.monotonic() - started))
 
     try:
@@ -130,10 +132,22 @@ def embed_and_store(index, todo, args, stats):
     return written
 
 
-def with_search_text(chunks, vocab):
-    """The chunks with their folded search text (heading, body) from rag/text/german.py."""
-    return [c._replace(search=(german.index_text(c.heading, vocab), german.index_text(c.content, vocab)))
+def with_search_text(chunks, vocab, words=""):
+    """The chunks with their folded search text (heading, body) from rag/text/german.py; `words` (the
+    page's front matter title and tags, rag/ingest/chunking.py page_words) count as heading words."""
+    heading = (lambda h: f"{h}\n{words}") if words else (lambda h: h)
+    return [c._replace(search=(german.index_text(heading(c.heading), vocab), german.index_text(c.content, vocab)))
             for c in chunks]
+
+
+def remember_words(index, words):
+    """Keep each page's search words in meta "page_words" ({path: words}, only pages that have some), so
+    refresh_search rewrites them too. Example: {"a.md": "Adapter"} adds a.md; {"a.md": ""} removes it."""
+    known = json.loads(index.meta().get("page_words") or "{}")
+    new = {**known, **{path: w for path, w in words.items() if w}}
+    new = {path: w for path, w in new.items() if words.get(path, w)}
+    if new != known:
+        index.write_meta(page_words=json.dumps(new, ensure_ascii=False, sort_keys=True))
 
 
 def forget_gone(index, known, present):
@@ -145,6 +159,7 @@ def forget_gone(index, known, present):
     gone = sorted(set(known) - present)
     for rel in gone:
         index.delete_page(rel)
+    remember_words(index, dict.fromkeys(gone, ""))
     return gone
 
 
@@ -156,6 +171,10 @@ def refresh_search(index):
     rows = index.texts()
     vocab = german.learn_vocabulary(h + "\n" + c for _, h, c in rows)
     if vocab != index.vocab() or meta.get("search_version") != german.SEARCH_VERSION:
+        words = json.loads(meta.get("page_words") or "{}")  # front matter title and tags (with_search_text)
+        ids = [i for i, _, _ in rows] if words else []
+        paths = {i: row.path for n in range(0, len(ids), 10000) for i, row in index.sources(ids[n:n + 10000]).items()}
+        rows = [(i, "\n".join(filter(None, [h, words.get(paths.get(i))])), c) for i, h, c in rows]
         index.replace_search(vocab, [(i, german.index_text(h, vocab), german.index_text(c, vocab)) for i, h, c in rows],
                              vocab_dirty=0, search_version=german.SEARCH_VERSION)
     else:

@@ -11,7 +11,7 @@ warning per page. Bad input never stops a run: a file that cannot be used (binar
 unreadable, a symlink loop) is skipped with one German warning naming it; text that is not UTF-8
 is read with replacement characters (�) and a warning.
 
-Does not handle: encodings other than UTF-8 and UTF-16 with a byte order mark, setext headings.
+Does not handle: encodings other than UTF-8 and UTF-16 with a byte order mark; YAML beyond title and tags.
 """
 import collections
 import hashlib
@@ -27,6 +27,8 @@ from rag.ingest import hidden
 MAX_FILE_BYTES = 5 * 1024 * 1024  # larger text files are skipped with a warning
 SUFFIXES = (".md", ".txt") + formats.SUFFIXES  # what counts as a wiki page (.pdf .html .htm .docx: rag/ingest/formats/)
 FRONT_MATTER = re.compile(r"\A---[ \t]*\n(.*?\n)?(?:---|\.\.\.)[ \t]*(?:\n|\Z)", re.S)
+LEADING = re.compile(r"(?:[ \t]*\n|[ \t]*\[?!\[[^\n]*\n)*")  # blank and image lines before front matter
+YAML_KEYS = re.compile(r"(?:(?:[\w-]+:.*|[ \t]+.*|[ \t]*)\n)*")  # what a front matter found after them must look like
 
 
 def warn(message):
@@ -163,11 +165,38 @@ def strip_front_matter(text):
 
     Example: strip_front_matter("---\\ntitle: VPN\\n---\\nText") -> ("Text", "VPN")
     """
-    match = FRONT_MATTER.match(text)
-    if not match:
-        return text, None
-    title = re.search(r"^title:\s*['\"]?(.*?)['\"]?\s*$", match.group(1) or "", re.M)
-    return text[match.end():], (title.group(1) if title and title.group(1) else None)
+    body, title, _ = front_matter(text)
+    return body, title
+
+
+def front_matter(text):
+    """(body, title or None, [tags]): YAML front matter removed, also where it follows leading blank or
+    image lines (those stay in the body); a second block after the first counts too, its title wins.
+
+    Example: front_matter("![Logo](l.png)\\n---\\ntitle: VPN\\ntags: [netz, vpn]\\n---\\nText")
+             -> ("![Logo](l.png)\\nText", "VPN", ["netz", "vpn"])
+    """
+    title, tags, start = None, [], 0
+    while True:
+        lead = LEADING.match(text, start)
+        match = FRONT_MATTER.match(text[lead.end():])
+        yaml = match.group(1) or "" if match else ""
+        if not match or (start or lead.end()) and not YAML_KEYS.fullmatch(yaml):
+            return text, title, tags
+        found = re.search(r"^title:\s*['\"]?(.*?)['\"]?\s*$", yaml, re.M)
+        title = found.group(1) if found and found.group(1) else title
+        tags = yaml_list(yaml, "tags") or tags
+        text = text[:lead.end()] + text[lead.end() + match.end():]
+        start = lead.end()
+
+
+def yaml_list(yaml, key):
+    """The list under `key` in simple YAML: "tags: [a, b]", "tags: a, b" or "tags:\\n  - a\\n  - b" -> ["a", "b"]."""
+    found = re.search(rf"^{key}:[ \t]*(.*)\n?((?:[ \t]+-.*\n?)*)", yaml, re.M)
+    if not found:
+        return []
+    items = found.group(1).strip().strip("[]").split(",") + re.findall(r"^[ \t]+-[ \t]*(.*)$", found.group(2), re.M)
+    return [item.strip().strip("'\"") for item in items if item.strip().strip("'\"")]
 
 
 def read_changed(wiki, rels, known, settings, pdftotext, stats, present):
