@@ -13,6 +13,8 @@ is started on a free port, then every question runs `ask_rag.py --no-floor` as a
   embedding         the question's llama-embedding process    } from ask_rag.py's own timings,
   retrieval         hybrid search in SQLite                   } read back from its audit log
   first token       request sent to first streamed piece      }   (the server's prompt_n/prompt_ms too)
+  read tokens       the prompt tokens llama-server read before the first token, over every call (check,
+                    answer), without those it served from its prompt cache: the same on any machine
   bare embedding    one llama-embedding process for the first question, as rag/models/embed_binary.py starts it
                     and with extra flags (-fit off, -t 1, warm-up switched), median of --embed-repeat
   rest              until 1st token − embedding − retrieval − first token: start, imports, /health,
@@ -21,6 +23,9 @@ is started on a free port, then every question runs `ask_rag.py --no-floor` as a
     prompt          answer.build_prompt for the same sources, in this process (mean of 100)
 
 Each question is asked once: a repeat would hit llama-server's prompt cache. Medians over questions.
+After the questions, one calibration request (rag/models/llm.py prompt_speed: a fixed prompt of ~256 tokens,
+no prompt cache) gives the machine's reading speed, so that seconds compare across machines:
+read tokens / speed ≈ the server's share of the first-token seconds.
 
 Does not handle: a remote server.
 """
@@ -41,6 +46,7 @@ from rag import config  # noqa: E402  (common puts ROOT on sys.path)
 from rag.answer import prompt as answer
 from rag.ingest.pages import find_pages
 from rag.models import embed_binary as embedder
+from rag.models import llm
 from rag.models.server_process import ServerProcess  # noqa: E402
 from rag.search import ranking as search
 from rag.store import sqlite as store  # noqa: E402
@@ -157,17 +163,21 @@ def ask_one(question, args, db, audit, env):
     total, whole = until_first_byte(cmd, env)
     entry = json.loads(audit.read_text(encoding="utf-8").splitlines()[-1])
     t = entry["timings"]
-    print(f"  {total:.2f} s / {whole:.2f} s: {question}", file=sys.stderr, flush=True)
+    read = t.get("read_before_first_token")
+    print(f"  {total:.2f} s / {whole:.2f} s, {read if read is not None else '–'} Tokens gelesen: {question}",
+          file=sys.stderr, flush=True)
     return {"question": question, "until_first_token_s": total, "whole_answer_s": whole,
             "predicted_n": t.get("predicted_n"), "embed_s": t["embed_s"],
             "retrieve_s": t["retrieve_s"], "first_token_s": t.get("first_token_s"),
             "prompt_n": t.get("prompt_n"), "prompt_ms": t.get("prompt_ms"),
+            "read_before_first_token": read, "read": t.get("read"),
             "prompt_build_s": prompt_seconds(db, question, entry["chunks"]),
             "rest_s": total - t["embed_s"] - t["retrieve_s"] - (t.get("first_token_s") or 0)}
 
 
 def measure(args, chosen, asked):
-    """(build run, Python start seconds, one row per question) on a copy of the wiki with its own index."""
+    """(build run, Python start seconds, one row per question, the calibration) on a copy of the wiki with its
+    own index; the calibration request comes after the questions, so it leaves their prompt cache alone."""
     with tempfile.TemporaryDirectory(prefix="rag-bench-ask-") as tmp:
         tmp = Path(tmp)
         answering = [e["file"] for item in chosen for e in item.get("expected", [])]
@@ -183,14 +193,15 @@ def measure(args, chosen, asked):
         print("  llama-server starten …", file=sys.stderr, flush=True)
         with ServerProcess(model=args.llm_model, binary=args.server_bin) as server:
             rows = [ask_one(question, args, db, audit, {**env, "LLAMA_SERVER_URL": server.url}) for question in asked]
-    return build, start_s, rows
+            calibration = llm.prompt_speed(server.url)
+    return build, start_s, rows, calibration
 
 
 def medians(rows, start_s):
     """The median of every step over the questions, plus the Python start and embedding + retrieval."""
     med = {k: common.median([r[k] for r in rows if r.get(k) is not None])
            for k in ("until_first_token_s", "whole_answer_s", "predicted_n", "embed_s", "retrieve_s", "first_token_s",
-                     "prompt_n", "prompt_ms", "prompt_build_s", "rest_s")}
+                     "prompt_n", "prompt_ms", "prompt_build_s", "rest_s", "read_before_first_token")}
     med["start_s"] = start_s
     return med
 
@@ -213,7 +224,7 @@ def main():
     info = common.machine()
     chosen = items(args.questions)
     asked = [item["question"] for item in chosen]
-    build, start_s, rows = measure(args, chosen, asked)
+    build, start_s, rows, calibration = measure(args, chosen, asked)
     med = medians(rows, start_s)
     bare = question_embedding(args.embedding_bin, args.model, asked[0], args.embed_repeat) if args.embed_repeat else {}
     med["embed_plus_retrieve_s"] = common.median([r["embed_s"] + r["retrieve_s"] for r in rows])
@@ -223,6 +234,7 @@ def main():
                          "embed_repeat": args.embed_repeat,
                          "model": args.model, "llm_model": args.llm_model, "top_k": args.top_k},
               "build_s": build.seconds, "median": med, "questions": rows, "question_embedding_s": bare,
+              "calibration": calibration,
               "goals": goals(med)}
     common.emit(args, report, render(report))
 
@@ -251,8 +263,26 @@ def render(report):
                   f"Flags zusätzlich zu denen von rag/models/embed_binary.py:", "",
                   common.table([("flags", "Flags"), ("seconds", "Sekunden")],
                                [{"flags": k, "seconds": v} for k, v in report["question_embedding_s"].items()]), ""]
-    lines += [common.goal_line(g["goal"], g["met"], g["value"]) for g in report["goals"]]
+    lines += read_lines(report) + [common.goal_line(g["goal"], g["met"], g["value"]) for g in report["goals"]]
     return "\n".join(lines)
+
+
+CALLS = {"search": "Suche", "choose": "Auswahl", "check": "Prüfung", "answer": "Antwort"}  # rag/core.py's calls
+
+
+def read_lines(report):
+    """What the model read before the first token, per question and as the median, and the calibration."""
+    rows = [{"question": r["question"], "read": r.get("read_before_first_token"), "first": r["until_first_token_s"],
+             "calls": " + ".join(f"{CALLS.get(c['call'], c['call'])} {common.fmt(c['prompt_n'])}"
+                                 for c in r.get("read") or [])} for r in report["questions"]]
+    c = report.get("calibration")
+    speed = (f"{c['tokens_per_s']:.1f} Tokens/s ({c['prompt_n']} Tokens ohne Prompt-Cache in {c['prompt_ms']:.0f} ms, "
+             f"eine Anfrage)") if c else "– (der Server meldet keine timings)"
+    return ["Prompt-Tokens, die llama-server bis zum ersten Token las (alle Aufrufe, ohne Prompt-Cache):", "",
+            common.table([("question", "Frage"), ("read", "Tokens gelesen"), ("calls", "je Aufruf"),
+                          ("first", "Sekunden bis 1. Token")], rows),
+            f"Median: {common.fmt(report['median'].get('read_before_first_token'))} Tokens",
+            f"Lesegeschwindigkeit dieser Maschine (Kalibrierung): {speed}", ""]
 
 
 if __name__ == "__main__":

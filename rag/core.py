@@ -12,11 +12,14 @@
 Events, in this order (a door turns each into its own format and adds nothing else):
     searched  a follow-up's search, the expansions (rag/search/expand.py Searched; only with a history or --expand)
     sources   the Retrieval (masked sources, the floor's verdict, how the scan ran)
+    asking    what the model is asked first, so a door can say what the wait is for: "check" (do the sources
+              answer it?) or "answer"; only when the model is asked (not for a how-to's verbatim steps without check)
     prompt    the prompt text sent to the model (only when the model is asked)
     piece     a piece of the answer as it streams (leading/trailing whitespace trimmed)
     checks    {"citations", "unsupported", "guard", "answered_by", …}: which [n] are valid, which numbers no
               source has, what rag/answer/guard.py removed from the prompt and flagged or withheld in the answer,
-              whether the model wrote the answer or it is a section verbatim ("source")
+              whether the model wrote the answer or it is a section verbatim ("source"), and "see_also": up to
+              two uncited sources of other sections (rag/answer/see_also.py; after a refusal the best two)
     done      the Answer: everything above, plus timings, as the audit log stores it
 
 The core never prints, never reads sys.argv and knows nothing of terminals or HTTP. Expected
@@ -32,6 +35,7 @@ from rag.answer import audit
 from rag.answer import context
 from rag.answer import guard
 from rag.answer import prompt as answer
+from rag.answer import see_also
 from rag.models import embed_binary as embedder
 from rag.models import embed_query
 from rag.privacy import mask as privacy
@@ -107,8 +111,12 @@ class Answer:
     support: list = None  # per statement: {"text", "cited", "supported_by", "verdict"}
     unsupported: list = None  # numbers, dates, §, commands no cited source has (rag/answer/factcheck.py)
     guard: dict = None  # what rag/answer/guard.py removed from the prompt, flagged and withheld in the answer
-    timings: dict = dataclasses.field(default_factory=dict)
+    timings: dict = dataclasses.field(default_factory=dict)  # seconds per step, llama-server's timings, and what the
+    #   model read before the first token: "read" [{"call": "search"|"choose"|"check"|"answer", "prompt_n", "cached"}],
+    #   "read_before_first_token" their prompt_n summed (None: a server without timings)
     searched: expand.Searched = None  # the rewritten follow-up, the expansions (None: the question as asked)
+    see_also: list = dataclasses.field(default_factory=list)  # [{"n", "path", "heading"}]: up to two sources of
+    #   other sections the answer did not cite, best first (rag/answer/see_also.py); a refusal's: the best two
 
     def as_json(self):
         """The answer as `ask_rag.py --json` prints it (and the API and MCP return it)."""
@@ -123,12 +131,12 @@ class Answer:
                 "grounding": self.grounding,
                 "citations": self.citations, "evidence": self.evidence, "support": self.support,
                 "unsupported": self.unsupported, "guard": self.guard, "sources": [s.as_json() for s in r.sources],
-                "timings": self.timings, **expand.json_field(self.searched)}
+                "timings": self.timings, "see_also": self.see_also, **expand.json_field(self.searched)}
 
 
 @dataclasses.dataclass
 class Event:
-    kind: str  # searched | sources | prompt | piece | checks | done
+    kind: str  # searched | sources | asking | prompt | piece | checks | done
     data: object
 
 
@@ -245,13 +253,15 @@ def stream(question, retrieval, settings, result, shield):
         prefix, result.prompt, procedure = prompt_for(question, guarded, settings, result.kind, chat)
         limit = answerable.threshold(result.model) if settings.answer_threshold is None else settings.answer_threshold
         started = time.monotonic()  # first_token_s counts from here: the check is part of the wait
+        read = result.timings.setdefault("read", [])  # prompt tokens each call read (llm.read_entry), expansions first
         if chat and limit:  # no threshold measured for this model (or 0): no check
-            p = answerable.p_yes(settings.server, prefix, settings.api_key, settings.llm_model_name)
+            yield Event("asking", "check")
+            p = answerable.p_yes(settings.server, prefix, settings.api_key, settings.llm_model_name, read=read)
             result.timings["check_s"] = round(time.monotonic() - started, 3)
             refused = p is not None and limit is not None and p < limit
             result.answerable = {"p_yes": None if p is None else round(p, 4), "threshold": limit, "refused": refused}
             if refused:
-                result.text = answer.NO_INFO
+                result.text, result.timings["read_before_first_token"] = answer.NO_INFO, llm.total_read(read)
                 return
         section = context.best_section(guarded.sources) if result.kind == "howto" and settings.steps == "source" \
             else None  # how-to: the section that answers it, verbatim; the model only checked that the sources do
@@ -259,10 +269,13 @@ def stream(question, retrieval, settings, result, shield):
         if steps:
             result.answered_by, result.prompt = "source", answerable.check_text(prefix) if chat and limit else None
             result.timings["first_token_s"] = round(time.monotonic() - started, 3)
+            result.timings["read_before_first_token"] = llm.total_read(read)  # the lines shown need no answer request
             result.text = "".join(shield.screen([steps]))
             yield Event("piece", result.text)
             return
         result.answered_by = "model"
+        if not (chat and limit):
+            yield Event("asking", "answer")
         yield Event("prompt", result.prompt)
         pieces, llm_timings = [], {}
         max_tokens = settings.max_tokens or MAX_TOKENS[result.kind]
@@ -277,6 +290,8 @@ def stream(question, retrieval, settings, result, shield):
     except llm.LLMError as exc:
         raise CoreError(str(exc))
     result.timings.update(llm_timings)
+    read.append(llm.read_entry("answer", {"timings": llm_timings}))  # without what came from llama-server's cache
+    result.timings["read_before_first_token"] = llm.total_read(read)
     result.text = "".join(pieces)
 
 
@@ -301,7 +316,7 @@ def ask(question, settings, history=()):
     yield Event("sources", retrieval)
     if not settings.retrieve_only:
         if retrieval.weak or not retrieval.sources:
-            result.text = answer.NO_INFO
+            result.text, result.see_also = answer.NO_INFO, see_also.pick(retrieval.sources)
         else:
             result.llm_called = True
             shield = guard.Shield(retrieval.sources, settings.guard != "off")  # prompt copies: no live instruction
@@ -340,9 +355,10 @@ def check(result, retrieval, question, masker, shield):
         result.text, retrieval.sources, result.citations["valid"], question)]
     result.text, result.guard = shield.check(result.text, mask=masker.mask)
     result.evidence = [e for e in result.evidence if not shield.removed(e["text"])]  # never an injection as evidence
+    result.see_also = see_also.pick(retrieval.sources, result.citations["valid"])  # a refusal cites none: the best
     return {"evidence": result.evidence, "support": result.support, "citations": result.citations,
             "unsupported": result.unsupported, "guard": result.guard, "answered_by": result.answered_by,
-            "grounding": result.grounding}
+            "grounding": result.grounding, "see_also": result.see_also}
 
 
 def run(question, settings, history=()):

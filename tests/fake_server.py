@@ -18,6 +18,11 @@ mode   ok          the answer, as above
        http-500    HTTP 500 with llama-server's JSON error body, no stream
        stall       headers and the first half of the answer, then silence until the `with` ends
 
+Every completion reports llama-server's "timings" (the response's, or the last chunk's): prompt_n, the
+prompt tokens read, is the prompt's characters / 4 (messages: their contents) less `cached`, the tokens
+the fake pretends to have served from its prompt cache (cache_n); timings=False: no timings at all
+(another OpenAI-compatible server).
+
 A request with "stream": false is the answerability check (rag/answer/answerable.py): one token, "Ja" or
 "Nein", with top_logprobs that give "Ja" the probability p_yes. One with "stream": false and a
 "response_format" (rag/models/llm.py complete_json: search phrases, a rewritten follow-up) gets one JSON
@@ -40,12 +45,33 @@ ERROR = {"code": 500, "message": "KV-Cache voll", "type": "server_error"}  # a m
 TIMINGS = {"cache_n": 0, "prompt_n": 120, "prompt_ms": 80.0, "prompt_per_token_ms": 0.67,
            "prompt_per_second": 1500.0, "predicted_n": 5, "predicted_ms": 50.0,
            "predicted_per_token_ms": 10.0, "predicted_per_second": 100.0}
+CHARS_PER_TOKEN = 4  # the fake's tokeniser: prompt_n + cache_n = characters / 4
+MS_PER_TOKEN = 5.0  # the fake reads 200 prompt tokens/s
+
+
+def prompt_tokens(body):
+    """The tokens of a request's prompt. Example: {"messages": [{"content": "x" * 40}]} -> 10"""
+    text = body.get("prompt") or "".join(str(m.get("content") or "") for m in body.get("messages", []))
+    return max(1, len(text) // CHARS_PER_TOKEN)
+
+
+def timings_for(body, cached=0):
+    """llama-server's timings of one request: the prompt's tokens less those served from the cache.
+
+    Example: timings_for({"prompt": "x" * 400}, cached=60) -> {"prompt_n": 40, "cache_n": 60, "prompt_ms": 200.0, …}
+    """
+    total = prompt_tokens(body)
+    cache_n = min(cached, total - 1) if body.get("cache_prompt", True) else 0  # llama-server reads at least one
+    read = total - cache_n
+    return {**TIMINGS, "cache_n": cache_n, "prompt_n": read, "prompt_ms": read * MS_PER_TOKEN,
+            "prompt_per_token_ms": MS_PER_TOKEN, "prompt_per_second": 1000 / MS_PER_TOKEN}
 
 
 class FakeLlamaServer:
     def __init__(self, answer=("Mit cyradm", " [1]."), mode="ok", health=200, template=FALLBACK_TEMPLATE, p_yes=0.9,
-                 replies=("[]",)):
+                 replies=("[]",), cached=0, timings=True):
         self.answer, self.mode, self.health, self.template = list(answer), mode, health, template
+        self.cached, self.timings = cached, timings  # tokens served from the "prompt cache"; False: no timings
         self.p_yes, self.replies = p_yes, list(replies)
         self.requests = []  # {"method", "path", "body"} in arrival order
         self.streaming = threading.Event()  # set when a completion request arrived
@@ -76,17 +102,17 @@ class FakeLlamaServer:
         self.httpd.server_close()
 
 
-def chunk(piece, chat, finish=None):
+def chunk(piece, chat, finish=None, timings=None):
     """One streamed event. Example: chunk("Hi", chat=False) -> {"choices": [{"text": "Hi", …}], …}"""
     choice = {"delta": {"content": piece} if piece else {}} if chat else {"text": piece or "", "logprobs": None}
     data = {"choices": [{**choice, "index": 0, "finish_reason": finish}], "model": MODEL_PATH,
             "object": "chat.completion.chunk" if chat else "text_completion", "id": "chatcmpl-fake"}
-    if finish:
-        data["timings"] = TIMINGS
+    if finish and timings:
+        data["timings"] = timings
     return data
 
 
-def check_answer(p_yes):
+def check_answer(p_yes, timings=None):
     """llama-server's non-streamed chat answer of one token, with its top_logprobs (as captured)."""
     token = "Ja" if p_yes >= 0.5 else "Nein"
     top = [{"token": "Ja", "logprob": math.log(max(p_yes, 1e-9))},
@@ -94,7 +120,7 @@ def check_answer(p_yes):
     top.sort(key=lambda t: -t["logprob"])
     return {"choices": [{"finish_reason": "length", "index": 0, "message": {"role": "assistant", "content": token},
                          "logprobs": {"content": [{"token": token, "logprob": top[0]["logprob"], "top_logprobs": top}]}}],
-            "model": MODEL_PATH, "object": "chat.completion", "timings": TIMINGS}
+            "model": MODEL_PATH, "object": "chat.completion", **({"timings": timings} if timings else {})}
 
 
 def make_handler(fake):
@@ -135,6 +161,7 @@ def make_handler(fake):
             fake.requests.append({"method": "POST", "path": self.path, "body": body})
             fake.streaming.set()
             chat = self.path == "/v1/chat/completions"
+            timings = timings_for(body, fake.cached) if fake.timings else None
             if fake.mode == "http-500":
                 return self.send_json(500, {"error": {"code": 500, "message": "failed to decode the batch",
                                                       "type": "server_error"}})
@@ -142,9 +169,10 @@ def make_handler(fake):
                 reply = fake.replies[min(len(fake.structured()) - 1, len(fake.replies) - 1)]
                 return self.send_json(200, {"choices": [{"index": 0, "finish_reason": "stop",
                                                          "message": {"role": "assistant", "content": reply}}],
-                                            "model": MODEL_PATH, "object": "chat.completion", "timings": TIMINGS})
+                                            "model": MODEL_PATH, "object": "chat.completion",
+                                            **({"timings": timings} if timings else {})})
             if not body.get("stream", True):
-                return self.send_json(200, check_answer(fake.p_yes))
+                return self.send_json(200, check_answer(fake.p_yes, timings))
             self.send_response(200)
             self.send_header("Content-Type", "text/event-stream")
             self.send_header("Transfer-Encoding", "chunked")
@@ -165,7 +193,7 @@ def make_handler(fake):
                 self.close_connection = True
                 return  # no terminating chunk: the client sees a broken stream
             else:
-                self.send_event(chunk("", chat, finish="stop"))
+                self.send_event(chunk("", chat, finish="stop", timings=timings))
                 if fake.mode == "ok":
                     self.send_event(b"[DONE]")
             self.wfile.write(b"0\r\n\r\n")

@@ -8,9 +8,13 @@ one German line on stderr that names the fix, a non-zero exit code and no traceb
 import hashlib
 import json
 import os
+import pty
+import select
 import signal
 import subprocess
 import sys
+import threading
+import time
 
 import pytest
 
@@ -20,6 +24,7 @@ from rag.answer import prompt as answer
 from rag.models.server_process import free_port
 
 QUESTION = "Wie lege ich eine Mailbox an?"
+WAITING = "4 Quellen gefunden · warte auf die Antwort des Modells …\n"  # the status line on stderr (into a pipe)
 SECRET = "sk-live-abcdefghijklmnop1234"
 PHISHING = {"sicherheit/phishing.md": f"""\
     # Phishing
@@ -39,6 +44,13 @@ def env(fake_embedding, small_wiki):
 
 def ask(env, server, *args):
     return run_script("ask_rag.py", *args, env={**env, "LLAMA_SERVER_URL": server.url}, timeout=30)
+
+
+def after_status(result, line=WAITING):
+    """The run with its stderr after the status line, which must come first: an error line follows it."""
+    assert result.stderr.startswith(line), result.stderr
+    result.stderr = result.stderr[len(line):]
+    return result
 
 
 # -- the prompt ------------------------------------------------------------------------------------
@@ -112,6 +124,7 @@ def test_unknown_citation_is_reported_in_json(env):
     with FakeLlamaServer(answer=["Mit cm", " [1]", ", Quota per sq [9]."]) as server:
         result = ask(env, server, "--json", QUESTION)
     assert result.returncode == 0, result.stderr
+    assert result.stderr == ""  # --json: no status line
     out = load_json(result.stdout)
     assert len(out["sources"]) == 4
     assert out["citations"] == {"cited": [1, 9], "valid": [1], "unknown": [9]}
@@ -122,8 +135,10 @@ def test_text_mode_streams_the_answer_and_marks_cited_sources(env):
     with FakeLlamaServer(answer=[" Mit cm", " [1]", ", Quota per sq [9].", "\n"]) as server:  # as Gemma answers
         result = ask(env, server, QUESTION)
     assert result.returncode == 0, result.stderr
-    assert result.stderr == ""
-    assert result.stdout.startswith("Mit cm [1], Quota per sq [9].\n\nQuellen:\n")
+    assert result.stderr == WAITING  # the status line; no check without a threshold measured for the model
+    assert result.stdout.startswith("Mit cm [1], Quota per sq [9].\n"  # the runners-up: uncited, other sections
+                                    "Siehe auch: [2] mail/mailbox-anlegen.md › Mailbox anlegen, [3] drucker.md › Drucker\n"
+                                    "\nQuellen:\n")
     sources = result.stdout.split("Quellen:\n")[1].splitlines()
     assert sources[0].startswith("  [1] mail/mailbox-anlegen.md") and sources[0].endswith("– zitiert")
     assert not any("zitiert" in line for line in sources[1:4])
@@ -140,6 +155,8 @@ def test_a_withdrawn_fact_answer_says_why_in_the_terminal_and_the_json(env):
                                    "nur in Stellen, die kaum von der Frage handeln")
     assert out["answer"] == "Dazu habe ich keine Information." and out["grounding"]["refused"] is True
     assert out["grounding"]["answer"] == "Es sind 2 GB [1]." and out["grounding"]["facts"] == ["2 GB"]
+    assert [e["n"] for e in out["see_also"]] == [1, 2]  # withdrawn: the [1] it cited is no longer used
+    assert shown.stdout.count("\nVielleicht hilft: [1] ") == 1 and "Siehe auch" not in shown.stdout
 
 
 def test_answer_without_citation_says_so(env):
@@ -188,7 +205,7 @@ def test_flagged_page_is_reported_masked_and_marked_in_sources_and_prompt(fake_e
 def test_broken_answer_is_one_german_line(env, mode, words):
     with FakeLlamaServer(answer=["Mit", " cyradm", " [1]", "."], mode=mode) as server:
         result = ask(env, server, QUESTION)  # run_script's timeout: a hang fails the test
-    assert_one_error_line(result, *words)
+    assert_one_error_line(after_status(result), *words)
     assert "Quellen:" not in result.stdout
     assert not os.path.exists(env["RAG_AUDIT"])  # a failed answer is not audited
 
@@ -208,6 +225,130 @@ def test_ctrl_c_while_the_server_stalls_exits_130(env):
     assert "Abgebrochen." in stderr and "Traceback" not in stderr
 
 
+# -- the status line while the model is asked (rag/doors/terminal.py Status) -------------------------------
+CHECKING = "4 Quellen gefunden · prüfe, ob sie die Frage beantworten …"
+
+
+class Held(list):
+    """The fake server's answer pieces, held back until `gate` is set: a model that is slow to its first token."""
+
+    def __init__(self, pieces):
+        super().__init__(pieces)
+        self.gate = threading.Event()
+
+    def __iter__(self):
+        self.gate.wait(30)
+        return super().__iter__()
+
+
+def start(env, server, *args, **streams):
+    return subprocess.Popen([sys.executable, str(ROOT / "ask_rag.py"), *args], cwd=ROOT, stdin=subprocess.DEVNULL,
+                            env={**os.environ, **env, "LLAMA_SERVER_URL": server.url}, **streams)
+
+
+def test_status_line_comes_while_the_model_has_not_answered_yet(env):
+    with FakeLlamaServer(answer=["Mit cm", " [1]."]) as server:
+        server.answer = held = Held(server.answer)
+        process = start(env, server, QUESTION, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        try:
+            ready, _, _ = select.select([process.stderr], [], [], 20)
+            assert ready, "no status line within 20 s"
+            line = process.stderr.readline().decode()
+            assert server.streaming.wait(20)  # the answer request is open, its first token held back
+            assert select.select([process.stdout], [], [], 0.3)[0] == []  # not one answer byte yet
+            held.gate.set()
+            stdout, stderr = process.communicate(timeout=20)
+        finally:
+            process.kill()
+    assert process.returncode == 0, stderr.decode()
+    assert line == WAITING and stderr.decode() == ""  # one line, nothing after it
+    assert stdout.decode().startswith("Mit cm [1].\n")
+
+
+def test_status_line_says_the_check_runs_also_when_it_refuses(env):
+    with FakeLlamaServer(template=GEMMA_TEMPLATE, p_yes=0.2) as server:
+        result = ask(env, server, "--answer-threshold", "0.5", QUESTION)
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == CHECKING + "\n"
+    assert len(server.checks()) == 1 and server.completions() == []
+    assert result.stdout.startswith("Dazu habe ich keine Information.  (das Antwortmodell sieht die Frage")
+
+
+def test_no_status_line_when_no_model_is_asked_or_with_json(env):
+    with FakeLlamaServer(template=GEMMA_TEMPLATE) as server:
+        floor = ask(env, server, "Was gibt es heute in der Kantine?")  # refused by the floor
+        as_json = ask(env, server, "--json", "--answer-threshold", "0.5", QUESTION)
+    assert floor.returncode == 0 and as_json.returncode == 0, floor.stderr + as_json.stderr
+    assert floor.stdout.startswith("Dazu habe ich keine Information.  (kein LLM-Aufruf")
+    assert floor.stderr == "" and as_json.stderr == ""
+    assert len(server.checks()) == 1  # the --json run did check
+
+
+def in_pty(env, server, held, then):
+    """Run ask_rag.py with stdout and stderr on a pseudo-terminal; when the status count shows "1 s",
+    call then(process) (release the answer, or Ctrl-C). Returns (exit code, all bytes the terminal got)."""
+    master, slave = pty.openpty()
+    process = start(env, server, QUESTION, stdout=slave, stderr=slave)
+    os.close(slave)
+    seen, acted, deadline = b"", False, time.monotonic() + 30
+    try:
+        while time.monotonic() < deadline:
+            if not acted and " 1 s".encode() in seen:
+                then(process)
+                acted = True
+            if select.select([master], [], [], 0.2)[0]:
+                try:
+                    chunk = os.read(master, 4096)
+                except OSError:  # EIO: the terminal's other end is closed
+                    break
+                if not chunk:
+                    break
+                seen += chunk
+        return process.wait(timeout=20), seen.decode()
+    finally:
+        process.kill()
+        os.close(master)
+        held.gate.set()
+
+
+def test_on_a_terminal_the_status_line_counts_seconds_and_the_answer_replaces_it(env):
+    with FakeLlamaServer(answer=["Mit cm", " [1]."]) as server:
+        server.answer = held = Held(server.answer)
+        code, seen = in_pty(env, server, held, lambda process: held.gate.set())
+    assert code == 0, seen
+    line = WAITING.rstrip("\n")
+    status, answer_and_rest = seen.split("Mit cm [1].", 1)
+    assert status.startswith("\r\033[K" + line)  # first without a count,
+    assert f"\r\033[K{line} 1 s" in status  # then with the seconds waited,
+    assert status.endswith("\r\033[K")  # erased right before the first answer byte
+    assert "Quellen gefunden" not in answer_and_rest and "\033[K" not in answer_and_rest  # the count stopped
+
+
+def test_ctrl_c_on_a_terminal_erases_the_status_line(env):
+    with FakeLlamaServer(answer=["Mit cm", " [1]."]) as server:
+        server.answer = held = Held(server.answer)
+        code, seen = in_pty(env, server, held, lambda process: process.send_signal(signal.SIGINT))
+    assert code == 130
+    assert seen.endswith("\r\033[KAbgebrochen.\r\n") and "Traceback" not in seen  # the pty writes \n as \r\n
+
+
+def test_an_error_on_a_terminal_erases_the_status_line_first(env):
+    with FakeLlamaServer(answer=["Mit", " cyradm"], mode="http-500") as server:
+        master, slave = pty.openpty()
+        process = start(env, server, QUESTION, stdout=subprocess.PIPE, stderr=slave)
+        os.close(slave)
+        try:
+            stdout, _ = process.communicate(timeout=30)
+            seen = os.read(master, 65536).decode()
+        finally:
+            process.kill()
+            os.close(master)
+    assert process.returncode == 1 and stdout == b""
+    assert seen.startswith("\r\033[K" + WAITING.rstrip("\n"))
+    assert seen.endswith("\r\033[KFehler: llama-server meldet HTTP 500: failed to decode the batch – Server-Log "
+                         "prüfen\r\n")
+
+
 # -- audit log -------------------------------------------------------------------------------------
 def test_audit_entry_traces_the_answer_to_its_chunks(env):
     with FakeLlamaServer(answer=["Mit cm", " [1]", " und [9]."]) as server:
@@ -224,6 +365,7 @@ def test_audit_entry_traces_the_answer_to_its_chunks(env):
     assert first["path"] == "mail/mailbox-anlegen.md" and isinstance(first["chunk_index"], int)
     assert len(entry["chunks"]) == 4 and all(len(c["sha256"]) == 64 for c in entry["chunks"])
     assert entry["timings"]["predicted_n"] == 5 and "first_token_s" in entry["timings"]
+    assert [e["n"] for e in entry["see_also"]] == [2, 3]  # the runners-up the reader was shown
 
     shown = run_script("ask_rag.py", "--audit-show", "-1", env=env)
     assert shown.returncode == 0, shown.stderr
@@ -250,7 +392,7 @@ def test_unwritable_audit_log_is_an_error_after_the_answer(env, tmp_path):
     with FakeLlamaServer() as server:  # RAG_AUDIT is a folder: cannot append
         result = ask({**env, "RAG_AUDIT": str(tmp_path)}, server, QUESTION)
     assert result.stdout.startswith("Mit cyradm [1].")
-    assert_one_error_line(result, "Audit-Log", "nicht schreibbar", "--no-audit")
+    assert_one_error_line(after_status(result), "Audit-Log", "nicht schreibbar", "--no-audit")
 
 
 # -- expected failures -----------------------------------------------------------------------------
@@ -311,10 +453,15 @@ def test_retrieve_only_needs_no_server(env):
 def test_weak_evidence_answers_without_asking_the_llm(env):
     with FakeLlamaServer() as server:
         result = ask(env, server, "--json", "Was gibt es heute in der Kantine?")
+        shown = ask(env, server, "Was gibt es heute in der Kantine?")
     assert result.returncode == 0, result.stderr
     out = load_json(result.stdout)
     assert out["answer"] == "Dazu habe ich keine Information." and out["llm_called"] is False
     assert server.completions() == []
+    assert [e["n"] for e in out["see_also"]] == [1, 2]  # the refusal points to the two best sections
+    assert shown.stdout.startswith("Dazu habe ich keine Information.  (kein LLM-Aufruf: zu wenig Belege im Wiki; die "
+                                   "nächsten Kandidaten:)\nVielleicht hilft: [1] mail/mailbox-anlegen.md › Mailbox "
+                                   "anlegen, [2] mail/mailbox-anlegen.md › Mailbox anlegen › Quota\n\nQuellen:\n")
 
 
 def test_under_restricts_the_search_to_a_folder(env):
@@ -331,7 +478,7 @@ def test_chat_searches_a_follow_up_with_the_question_before_it_without_asking_th
     with FakeLlamaServer(replies=['"Welche Quota bekommt die Mailbox?"'], answer=["2 GB", " [2]."]) as server:
         result = run_script("ask_rag.py", "--chat", env={**env, "LLAMA_SERVER_URL": server.url}, timeout=60,
                             input=f"{QUESTION}\nUnd welche Quota bekommt sie?\n")
-    assert result.returncode == 0 and result.stderr == "", result.stderr
+    assert result.returncode == 0 and result.stderr == WAITING * 2, result.stderr  # one status line per question
     first, second = result.stdout.split("→ Gesucht: ")
     assert second.startswith(f"Und welche Quota bekommt sie? (mit der Frage davor: „{QUESTION}“)\n2 GB [2].")
     assert server.structured() == []  # no rewrite without --rewrite
@@ -346,7 +493,7 @@ def test_chat_with_rewrite_rewrites_a_follow_up_and_shows_what_it_searched(env):
         result = run_script("ask_rag.py", "--chat", "--rewrite", env={**env, "LLAMA_SERVER_URL": server.url}, timeout=60,
                             input=f"{QUESTION}\nUnd wie viel Platz hat sie?\n")
     assert result.returncode == 0, result.stderr
-    assert result.stderr == ""
+    assert result.stderr == WAITING * 2
     first, second = result.stdout.split("→ Gesucht: ")
     assert first.startswith("2 GB [2].") and first.count("\nQuellen:\n") == 1
     assert second.startswith("Welche Quota bekommt die Mailbox? (mit der Frage davor)\n2 GB [2].")
@@ -452,10 +599,14 @@ def test_how_to_steps_verbatim_by_default_say_so_in_the_terminal_and_in_json(env
     assert server.completions() == []  # no answer was asked of the model
     first, rest = text.stdout.split("\n", 1)
     assert first == "Laut Quelle [1]:" and "FALSCH" not in text.stdout
-    assert "(Schritte wörtlich aus der Quelle übernommen, nicht vom Modell geschrieben)" in rest
+    assert text.stderr == "" and as_json.stderr == ""  # no model asked for the answer, no check: no status line
+    assert ("(Schritte wörtlich aus der Quelle übernommen, nicht vom Modell geschrieben)\n"  # then the runners-up
+            "Siehe auch: [2] mail/mailbox-anlegen.md › Mailbox anlegen, [3] drucker.md › Drucker\n\nQuellen:\n") in rest
     out = load_json(as_json.stdout)
     assert out["answered_by"] == "source" and out["answer"].startswith("Laut Quelle [1]:\n")
     assert out["citations"]["valid"] == [1]
+    assert out["see_also"] == [{"n": 2, "path": "mail/mailbox-anlegen.md", "heading": "Mailbox anlegen"},
+                               {"n": 3, "path": "drucker.md", "heading": "Drucker"}]  # not [1], the cited section
 
 
 def test_unknown_steps_setting_is_one_german_line(env):

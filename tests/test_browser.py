@@ -5,12 +5,15 @@ Chromium through selenium and chromedriver (Debian's `chromium` and `chromium-dr
 It asks the demo question, waits for the streamed answer and the sources, then asks about a wiki
 page whose text holds `<script>` and `<img onerror=…>`: both must show as text, nothing may run.
 A screenshot lands in the test's folder, and where RAG_SCREENSHOT names a file, there too (the
-README's picture: `RAG_SCREENSHOT=docs/web-seite.png python3 -m pytest tests/test_browser.py`).
+README's pictures: `RAG_SCREENSHOT=docs/web-seite.png python3 -m pytest tests/test_browser.py` writes
+docs/web-seite.png and docs/web-seite-belege.png).
 
 Chromium or selenium missing: skipped with one line; in CI (CI=true) that is a failure.
 """
 import os
+import re
 import shutil
+from pathlib import Path
 
 import pytest
 
@@ -33,6 +36,10 @@ XSS_QUESTION = "Wo finde ich den Treiber für den Etikettendrucker Zebra im Lage
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                   "--disable-component-update", "--disable-sync", "--no-first-run", "--window-size=1200,2000"]
 ANSWER_TIMEOUT = 300  # seconds for one answer of the real model on a busy 2-core machine
+WATCH_STATUS = """window.__statuses = [];
+new MutationObserver((records) => { for (const r of records) for (const node of r.addedNodes)
+  window.__statuses.push(node.textContent); }).observe(document.getElementById("status"), {childList: true});"""
+WAITING = r"\d+ Quellen gefunden · (prüfe, ob sie die Frage beantworten|warte auf die Antwort des Modells) …( \d+ s)?"
 
 
 def tool(*names):
@@ -108,8 +115,12 @@ def test_demo_question_streams_an_answer_with_sources(served, driver, tmp_path):
     assert driver.title.startswith("Wiki fragen")
     folders = [o.get_attribute("value") for o in driver.find_elements(By.CSS_SELECTOR, "#ordner option")]
     assert folders == ["", "arbeitsplatz/", "hr-it/", "mail/", "netzwerk/"]
+    driver.execute_script(WATCH_STATUS)  # every text the status line shows, in order
     status = ask(driver, QUESTION)
     assert status.startswith("Fertig"), status
+    shown = driver.execute_script("return window.__statuses")
+    waiting = [i for i, text in enumerate(shown) if re.fullmatch(WAITING, text)]
+    assert waiting and waiting[-1] < shown.index("Antwort kommt …"), shown  # what is awaited, then the answer
     answer = driver.find_element(By.ID, "antwort").text
     sources = driver.find_elements(By.CSS_SELECTOR, "#quellen > li")
     assert answer.strip() and sources
@@ -129,8 +140,13 @@ def test_demo_question_streams_an_answer_with_sources(served, driver, tmp_path):
                           " d.open = d.querySelector('mark') !== null; }); window.scrollTo(0, 0);")  # for the screenshot
     picture = tmp_path / "web-seite.png"
     assert driver.save_screenshot(str(picture)) and picture.stat().st_size > 10_000
-    if os.environ.get("RAG_SCREENSHOT"):
-        shutil.copy(picture, os.environ["RAG_SCREENSHOT"])
+    driver.execute_script("document.getElementById('belege').scrollIntoView();")  # the evidence, marked in its source
+    evidence = tmp_path / "web-seite-belege.png"
+    assert driver.save_screenshot(str(evidence)) and evidence.stat().st_size > 10_000
+    if os.environ.get("RAG_SCREENSHOT"):  # docs/web-seite.png, and docs/web-seite-belege.png beside it
+        target = Path(os.environ["RAG_SCREENSHOT"])
+        shutil.copy(picture, target)
+        shutil.copy(evidence, target.with_name(target.stem + "-belege" + target.suffix))
 
 
 def test_wiki_text_with_script_and_onerror_shows_as_text(served, driver):
@@ -159,3 +175,25 @@ def test_a_follow_up_on_the_page_is_searched_with_the_question_before_it(served,
     driver.find_element(By.ID, "neu").click()  # a new conversation: the same words stand alone again
     ask(driver, FOLLOW_UP)
     assert not driver.find_element(By.ID, "gesucht").is_displayed()
+
+
+def test_the_runners_up_under_the_answer_open_their_source(browser_parts, driver, fake_embedding, small_wiki):
+    """With the fake embedder and answer server (no real model needed): "Siehe auch: [2] …, [3] …" under the
+    answer, each entry a link that opens that source in the list; after the refusal "Vielleicht hilft: …"."""
+    from fake_server import FakeLlamaServer
+    from selenium.webdriver.common.by import By
+    assert run_script("build_index.py", "--wiki", small_wiki, env=fake_embedding).returncode == 0
+    with FakeLlamaServer(answer=["Mit cm", " [1]."]) as fake, \
+            Serving({**os.environ, **fake_embedding, "LLAMA_SERVER_URL": fake.url, "RAG_SERVE_KEY": ""}) as server:
+        driver.get(server.url + "/")
+        assert ask(driver, "Wie lege ich eine Mailbox an?").startswith("Fertig")
+        line = driver.find_element(By.ID, "siehe-auch")
+        assert line.is_displayed() and line.text == ("Siehe auch: [2] mail/mailbox-anlegen.md › Mailbox anlegen, "
+                                                     "[3] drucker.md › Drucker")
+        links = line.find_elements(By.TAG_NAME, "a")
+        assert [a.get_attribute("href").rsplit("#", 1)[1] for a in links] == ["quelle-2", "quelle-3"]
+        assert not driver.find_element(By.CSS_SELECTOR, "#quelle-3 details").get_attribute("open")
+        links[1].click()
+        assert driver.find_element(By.CSS_SELECTOR, "#quelle-3 details").get_attribute("open")
+        assert ask(driver, "Was gibt es heute in der Kantine?").startswith("Fertig")  # the floor: no model asked
+        assert driver.find_element(By.ID, "siehe-auch").text.startswith("Vielleicht hilft: [1] ")

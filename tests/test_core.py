@@ -33,7 +33,8 @@ def test_events_come_in_pipeline_order_and_end_with_the_answer(settings):
         settings.server = server.url
         events = list(core.ask(QUESTION, settings))
     kinds = [e.kind for e in events]
-    assert kinds == ["sources", "prompt", "piece", "piece", "piece", "checks", "done"]
+    assert kinds == ["sources", "asking", "prompt", "piece", "piece", "piece", "checks", "done"]
+    assert events[1].data == "answer"  # no threshold measured for the fake model: no check
     done = events[-1].data
     assert "".join(e.data for e in events if e.kind == "piece") == done.text == "Mit cm [1]."
     assert done.llm_called and done.citations == {"cited": [1], "valid": [1], "unknown": []}
@@ -162,6 +163,45 @@ def test_no_measured_threshold_means_no_check(settings):
         settings.server = server.url
         done = core.run(QUESTION, settings)
     assert server.checks() == [] and done.answerable is None and done.llm_called
+
+
+# -- what the model read before the first token (rag/models/llm.py read_entry) --------------------------
+def test_the_tokens_read_before_the_first_token_are_summed_over_every_call_without_the_cache(settings):
+    from fake_server import prompt_tokens
+    settings.answer_threshold, settings.rewrite = 0.5, True
+    with FakeLlamaServer(template=GEMMA_TEMPLATE, replies=['"Welche Quota bekommt die Mailbox?"'], answer=["2 GB [1]."],
+                         cached=100) as server:  # llama-server has 100 tokens of each cached prompt already
+        settings.server = server.url
+        done = core.run(FOLLOW_UP, settings, MAILBOX_TURN)
+        (rewrite,), (check,), (answer_request,) = server.structured(), server.checks(), server.completions()
+    total = [prompt_tokens(r["body"]) for r in (rewrite, check, answer_request)]
+    assert done.timings["read"] == [{"call": "search", "prompt_n": total[0], "cached": 0},  # sent without the cache
+                                    {"call": "check", "prompt_n": total[1] - 100, "cached": 100},
+                                    {"call": "answer", "prompt_n": total[2] - 100, "cached": 100}]
+    assert done.timings["read_before_first_token"] == sum(total) - 200 > 0
+    entry = json.loads(open(settings.audit, encoding="utf-8").read())
+    assert entry["timings"]["read_before_first_token"] == done.as_json()["timings"]["read_before_first_token"] \
+        == sum(total) - 200
+
+
+def test_a_server_without_timings_reads_an_unknown_number_not_zero(settings):
+    settings.answer_threshold = 0.5
+    with FakeLlamaServer(template=GEMMA_TEMPLATE, timings=False) as server:
+        settings.server = server.url
+        done = core.run(QUESTION, settings)
+    assert done.timings["read"] == [{"call": "check", "prompt_n": None}, {"call": "answer", "prompt_n": None}]
+    assert done.timings["read_before_first_token"] is None and done.llm_called
+
+
+def test_a_refused_question_read_only_the_check(settings):
+    settings.answer_threshold = 0.5
+    with FakeLlamaServer(template=GEMMA_TEMPLATE, p_yes=0.1) as server:
+        settings.server = server.url
+        done = core.run(QUESTION, settings)
+        (check,) = server.checks()
+    from fake_server import prompt_tokens
+    assert done.answerable["refused"] and [e["call"] for e in done.timings["read"]] == ["check"]
+    assert done.timings["read_before_first_token"] == prompt_tokens(check["body"])
 
 
 # -- follow-ups and expansion (rag/search/expand.py) ------------------------------------------------------
@@ -298,8 +338,10 @@ def test_a_how_to_answer_is_the_procedure_s_steps_verbatim_after_the_check(proce
     assert lines[4] == "4. Mit `sq user/vorname.nachname 2048000` die Quota setzen." and len(lines) == 5
     assert done.citations == {"cited": [1], "valid": [1], "unknown": []}  # the wiki's own "[7]" is no citation
     assert done.timings["first_token_s"] >= 0
+    from fake_server import prompt_tokens  # no answer request: what was read before the lines is the check
+    assert done.timings["read_before_first_token"] == prompt_tokens(checks[0]["body"]) > 0
     assert all(s["verdict"] == "gestützt" for s in done.support if "Handbuch" not in s["text"])
-    assert [e.kind for e in events] == ["sources", "piece", "checks", "done"]
+    assert [e.kind for e in events] == ["sources", "asking", "piece", "checks", "done"] and events[1].data == "check"
     assert done.as_json()["answered_by"] == "source"
 
 

@@ -8,16 +8,16 @@ ROWS = [
      "answer": "Laut Quelle [2]:\n1. `cyradm` starten\n2. Mit `cm` anlegen", "error": None, "llm_called": True,
      "answerable": {"p_yes": 0.9, "threshold": 0.5, "refused": False}, "valid_citation": True,
      "unknown_citations": [], "supported_citation": True, "prompt_tokens": 700, "first_token_s": 3.0,
-     "total_s": 9.0, "sources": [], "facts": [["cyradm"], ["cm"], ["sq"]]},  # 2 of 3 steps: no hit
+     "read_before_first_token": 700, "total_s": 9.0, "sources": [], "facts": [["cyradm"], ["cm"], ["sq"]]},  # 2 of 3 steps: no hit
     {"question": "Wie hoch ist das IT-Budget?", "kind": "out", "asked_as": "fact", "in_wiki": False,
      "answer": "Dazu habe ich keine Information.", "error": None, "llm_called": True,
      "answerable": {"p_yes": 0.1, "threshold": 0.5, "refused": True}, "valid_citation": False,
      "unknown_citations": [], "supported_citation": None, "prompt_tokens": 600, "first_token_s": None,
-     "total_s": 5.0, "sources": [], "facts": []},
+     "read_before_first_token": 412, "total_s": 5.0, "sources": [], "facts": []},
     {"question": "Welche Kündigungsfrist?", "kind": "fact", "asked_as": "fact", "in_wiki": True,
      "answer": "Drei Monate [1].", "error": None, "llm_called": True, "answerable": None, "valid_citation": True,
      "unknown_citations": [], "supported_citation": False, "prompt_tokens": 500, "first_token_s": 2.0,
-     "total_s": 4.0, "sources": [], "facts": [["3 Monate", "drei Monate"]]},
+     "read_before_first_token": None, "total_s": 4.0, "sources": [], "facts": [["3 Monate", "drei Monate"]]},
 ]
 
 
@@ -31,3 +31,21 @@ def test_rescore_reports_kinds_supported_citations_and_refusals_by_the_check(tmp
     assert "| Faktenfragen: Schlüsselfakt in der Antwort | 100% |" in lines
     assert "gestütztes Zitat" in lines and "| 50% | ≥ 90% | nein |" in lines  # 1 of 2 answered in-wiki
     assert "(Schwelle 0%, Prüfung 100%, Beleg 0%, Modell 0%) | 100% |" in lines
+    assert "| davor gelesene Prompt-Tokens (alle Aufrufe, ohne Prompt-Cache), Median | 556 | – | – |" in lines  # 700, 412
+
+
+def test_a_row_keeps_the_tokens_read_before_the_first_token_and_none_stays_unknown():
+    from eval.measure.answers import judge_answer
+    item = {"question": "Welche Kündigungsfrist?", "facts": [["3 Monate"]]}
+    out = {"answer": "3 Monate [1].", "llm_called": True, "citations": {"cited": [1], "valid": [1], "unknown": []},
+           "timings": {"read": [{"call": "check", "prompt_n": 412}, {"call": "answer", "prompt_n": 52}],
+                       "read_before_first_token": 464}}
+    assert judge_answer(item, out, 4.0, "")["read_before_first_token"] == 464
+    assert judge_answer(item, {**out, "timings": {}}, 4.0, "")["read_before_first_token"] is None
+
+
+def test_the_calibration_line_names_the_speed_or_says_the_server_cannot_tell():
+    from eval.measure.common import speed_line
+    assert speed_line({"prompt_n": 250, "prompt_ms": 1470.6, "tokens_per_s": 170.0}).endswith(
+        ": 170.0 Tokens/s (250 Tokens ohne Prompt-Cache in 1471 ms)")
+    assert speed_line(None).endswith("– (der Server meldet keine timings)")

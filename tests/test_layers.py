@@ -115,3 +115,28 @@ def test_scripts_bench_and_eval_import_rag_never_a_script():
                     [node.module] if isinstance(node, ast.ImportFrom) and node.module else [])
                 wrong += [f"{path.relative_to(ROOT)}: {n}" for n in names if n.split(".")[0] in scripts]
     assert wrong == []
+
+
+MAX_MODULE_LINES = 400  # issue 28: a module a reader can hold in mind
+MAX_FUNCTION_LINES = 60
+
+
+def code_files():
+    """Every Python file outside tests/: rag/, the scripts, bench/, eval/, scripts/."""
+    return sorted(p for p in ROOT.rglob("*.py")
+                  if not {"tests", ".git"} & set(p.relative_to(ROOT).parts) and "site-packages" not in p.parts)
+
+
+def test_no_module_over_400_lines_and_no_function_over_60():
+    too_long = []
+    for path in code_files():
+        source = path.read_text(encoding="utf-8")
+        name = path.relative_to(ROOT)
+        if source.count("\n") > MAX_MODULE_LINES:
+            too_long.append(f"{name}: {source.count(chr(10))} lines")
+        for node in ast.walk(ast.parse(source)):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                length = node.end_lineno - node.lineno + 1
+                if length > MAX_FUNCTION_LINES:
+                    too_long.append(f"{name}:{node.lineno} {node.name}: {length} lines")
+    assert too_long == []

@@ -68,6 +68,11 @@ def test_ask_wiki_answers_with_sources_and_checks(env):
         _, result = session_run({**env, "LLAMA_SERVER_URL": fake.url}, steps)
     out = result["structuredContent"]
     assert out["answer"] == "Mit cm [2]." and out["checks"]["citations"]["valid"] == [2] and out["sources"]
+    runners_up = [{"n": 1, "path": "mail/mailbox-anlegen.md", "heading": "Mailbox anlegen › Quota"},
+                  {"n": 3, "path": "drucker.md", "heading": "Drucker"}]  # uncited, each another section
+    assert out["see_also"] == out["checks"]["see_also"] == runners_up
+    assert out["see_also_line"] == ("Siehe auch: [1] mail/mailbox-anlegen.md › Mailbox anlegen › Quota, "
+                                    "[3] drucker.md › Drucker")  # the line as the terminal shows it
 
 
 def test_expected_failures_are_tool_errors_in_german(env):

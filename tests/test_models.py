@@ -130,3 +130,40 @@ def test_model_mismatch(meta, name, size, expected):
 def test_one_l2_normaliser_for_every_embedder():
     assert vectors.normalise([3.0, 4.0]) == [0.6, 0.8] and vectors.normalise([0.0, 0.0]) == [0.0, 0.0]
     assert embed_server.normalise is vectors.normalise
+
+
+# -- what the model read (rag/models/llm.py read_entry, total_read, prompt_speed) -------------------------
+def test_only_the_tokens_evaluated_count_not_those_from_the_prompt_cache():
+    assert llm.read_entry("check", {"timings": {"prompt_n": 12, "cache_n": 400}}) == \
+        {"call": "check", "prompt_n": 12, "cached": 400}
+    entries = [llm.read_entry("check", {"timings": {"prompt_n": 412, "cache_n": 0}}),
+               llm.read_entry("answer", {"timings": {"prompt_n": 52, "cache_n": 400}})]
+    assert llm.total_read(entries) == 464 and llm.total_read([]) == 0  # nothing asked: nothing read
+
+
+@pytest.mark.parametrize("reply", [{}, None, {"timings": {}}, {"usage": {"prompt_tokens": 70}}])
+def test_a_server_without_timings_gives_none_not_zero(reply):
+    entry = llm.read_entry("answer", reply)
+    assert entry == {"call": "answer", "prompt_n": None}
+    assert llm.total_read([{"call": "check", "prompt_n": 412}, entry]) is None
+
+
+def test_complete_json_records_what_it_read():
+    from fake_server import FakeLlamaServer
+    read = []
+    messages = [{"role": "user", "content": "x" * 400}]
+    with FakeLlamaServer(replies=['["Quota"]'], cached=60) as server:
+        assert llm.complete_json(server.url, messages, SCHEMA, 40, read=read, call="search") == ["Quota"]
+    assert read == [{"call": "search", "prompt_n": 100, "cached": 0}]  # no prompt cache for these calls: all read
+
+
+def test_the_calibration_reads_a_fixed_prompt_without_the_cache():
+    from fake_server import CHARS_PER_TOKEN, FakeLlamaServer
+    with FakeLlamaServer(cached=200) as server:
+        speed = llm.prompt_speed(server.url)
+        (request,) = [r for r in server.requests if r["method"] == "POST"]
+    tokens = len(llm.CALIBRATION) // CHARS_PER_TOKEN
+    assert request["body"]["cache_prompt"] is False and request["body"]["prompt"] == llm.CALIBRATION
+    assert speed == {"prompt_n": tokens, "prompt_ms": tokens * 5.0, "tokens_per_s": 200.0}  # the fake: 5 ms a token
+    with FakeLlamaServer(timings=False) as server:
+        assert llm.prompt_speed(server.url) is None

@@ -13,6 +13,8 @@ from serving import Serving, sse_events
 QUESTION = "Wie lege ich eine Mailbox an?"
 MESSAGES = [{"role": "system", "content": "Du bist hilfreich."}, {"role": "user", "content": "Hallo"},
             {"role": "assistant", "content": "Hallo! Was möchtest du wissen?"}, {"role": "user", "content": QUESTION}]
+# the runners-up of the answer "Mit cm [2].", before the sources as in the terminal
+SEE_ALSO = "Siehe auch: [1] mail/mailbox-anlegen.md › Mailbox anlegen › Quota, [3] drucker.md › Drucker\n\n"
 
 
 @pytest.fixture
@@ -38,7 +40,7 @@ def test_openai_client_gets_the_answer_with_footnotes_and_structured_sources(ser
     server, fake = served
     completion = client(server).chat.completions.create(model="wiki", messages=MESSAGES)
     content = completion.choices[0].message.content
-    assert content.startswith("Mit cm [2].\n\nQuellen:\n- [1] mail/mailbox-anlegen.md")
+    assert content.startswith("Mit cm [2].\n\n" + SEE_ALSO + "Quellen:\n- [1] mail/mailbox-anlegen.md")
     assert "- [2] mail/mailbox-anlegen.md › Mailbox anlegen (zitiert)" in content and content.endswith("Zitate: [2] gültig")
     rag = completion.model_extra["rag"]
     assert [s["path"] for s in rag["sources"]][:2] == ["mail/mailbox-anlegen.md"] * 2
@@ -52,7 +54,8 @@ def test_openai_client_streams_pieces_then_footnotes_then_the_result(served):
     stream = client(server).chat.completions.create(model="wiki", messages=MESSAGES, stream=True)
     chunks = list(stream)
     text = "".join(c.choices[0].delta.content or "" for c in chunks)
-    assert text.startswith("Mit cm [2].\n\nQuellen:\n") and text.endswith("Zitate: [2] gültig")
+    assert text.startswith("Mit cm [2].\n\n" + SEE_ALSO + "Quellen:\n")
+    assert text.endswith("Zitate: [2] gültig")
     assert chunks[0].choices[0].delta.role == "assistant" and chunks[-1].choices[0].finish_reason == "stop"
     assert chunks[-1].model_extra["rag"]["answer"] == "Mit cm [2]." and len({c.id for c in chunks}) == 1
 
@@ -113,6 +116,15 @@ def test_footnotes_carry_the_guard_lines_as_the_terminal_shows_them():
     assert "Zurückgehalten" not in openai_api.footnotes({**result, "guard": {"removed": [], "withheld": []}})
 
 
+@pytest.mark.parametrize("text, words", [("Mit cm [1].", "Siehe auch: "), ("Dazu habe ich keine Information.", "Vielleicht hilft: ")])
+def test_footnotes_name_the_runners_up_before_the_sources(text, words):
+    result = {"answer": text, "llm_called": True, "sources": [{"path": "mail/a.md", "heading": "A"},
+                                                              {"path": "mail/b.md", "heading": "B › C"}],
+              "see_also": [{"n": 2, "path": "mail/b.md", "heading": "B › C"}]}
+    assert openai_api.footnotes(result).startswith(f"\n\n{words}[2] mail/b.md › B › C\n\nQuellen:\n- [1] mail/a.md › A\n")
+    assert openai_api.footnotes({**result, "see_also": []}).startswith("\n\nQuellen:\n")  # none: no line
+
+
 def test_with_rewrite_a_follow_up_is_rewritten_and_shown_before_the_answer(fake_embedding, small_wiki):
     result = run_script("build_index.py", "--wiki", small_wiki, env=fake_embedding)
     assert result.returncode == 0, result.stderr
@@ -125,7 +137,9 @@ def test_with_rewrite_a_follow_up_is_rewritten_and_shown_before_the_answer(fake_
             stream = list(client_without_key(server).chat.completions.create(model="wiki", messages=messages,
                                                                              stream=True))
     content = completion.choices[0].message.content
-    assert content.startswith("→ Gesucht: Welche Quota bekommt die Mailbox? (mit der Frage davor)\n\n2 GB [1].\n\nQuellen:")
+    assert content.startswith("→ Gesucht: Welche Quota bekommt die Mailbox? (mit der Frage davor)\n\n2 GB [1].\n\n"
+                              "Siehe auch: [2] mail/mailbox-anlegen.md › Mailbox anlegen, [3] drucker.md › Drucker\n\n"
+                              "Quellen:")
     assert "".join(c.choices[0].delta.content or "" for c in stream) == content
     rag = completion.model_extra["rag"]
     assert rag["searched"]["original"] == "Und wie viel Platz hat sie?" and rag["question"] == rag["searched"]["question"]

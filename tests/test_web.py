@@ -13,7 +13,7 @@ import pytest
 import requests
 
 from conftest import assert_one_error_line, run_script, write_wiki
-from fake_server import FakeLlamaServer
+from fake_server import GEMMA_TEMPLATE, FakeLlamaServer
 from rag.doors import web
 from serving import Serving, sse_events
 
@@ -45,6 +45,8 @@ def test_page_is_one_file_with_nothing_external_and_a_strict_policy(env):
     policy = response.headers["Content-Security-Policy"]
     assert "default-src 'none'" in policy and "'unsafe-inline'" not in policy and "connect-src 'self'" in policy
     assert policy == web.csp(page)  # the hashes of exactly this page's script and style
+    assert '<p id="siehe-auch" class="hidden"></p>' in page  # the runners-up under the answer, each a link that
+    assert '"Vielleicht hilft: " : "Siehe auch: "' in page and "openSource(e.n)" in page  # opens its source
 
 
 def test_events_stream_in_order_with_the_chunk_text_as_data(env):
@@ -52,14 +54,33 @@ def test_events_stream_in_order_with_the_chunk_text_as_data(env):
         events = ask(server.url)
     kinds = [kind for kind, _ in events]
     # pieces stream word by word (rag/answer/guard.py holds a word back until it is complete)
-    assert kinds[0] == "sources" and kinds[-2:] == ["checks", "done"] and set(kinds[1:-2]) == {"piece"}
-    assert len(kinds) - 3 >= 2
+    assert kinds[:2] == ["sources", "asking"] and kinds[-2:] == ["checks", "done"] and set(kinds[2:-2]) == {"piece"}
+    assert len(kinds) - 4 >= 2
     sources = events[0][1]["sources"]
+    assert len(sources) == 4  # (top k) what the page's status line counts, before the first piece:
+    assert events[1][1] == {"asking": "answer", "line": "4 Quellen gefunden · warte auf die Antwort des Modells …"}
     assert [s["n"] for s in sources] == list(range(1, len(sources) + 1))
     xss = [s for s in sources if s["path"] == "mail/xss.md"]
     assert xss and "<img src=x onerror=alert(2)>" in xss[0]["text"]  # data as it is: the page escapes it
     assert "".join(d["text"] for k, d in events if k == "piece") == "Mit cm [1]."
     assert events[-1][1]["answer"] == "Mit cm [1]." and not events[-1][1]["no_info"]
+    runners_up = events[-1][1]["see_also"]  # what the page shows as "Siehe auch: …" under the answer
+    assert runners_up == events[-2][1]["see_also"] and [e["n"] for e in runners_up] == [2, 3]
+    assert all(e["path"] == sources[e["n"] - 1]["path"] and e["heading"] == sources[e["n"] - 1]["heading"]
+               for e in runners_up)
+
+
+def test_the_status_line_says_when_the_sources_are_checked_and_is_missing_when_no_model_is_asked(env):
+    with FakeLlamaServer(template=GEMMA_TEMPLATE, p_yes=0.2) as fake, \
+            Serving({**env, "LLAMA_SERVER_URL": fake.url, "RAG_ANSWER_THRESHOLD": "0.5"}) as server:
+        refused = ask(server.url)  # the check says no: the status line, then the refusal, no piece
+        floor = ask(server.url, "Was gibt es heute in der Kantine?")  # the floor says no: the model is not asked
+    assert [k for k, _ in refused] == ["sources", "asking", "checks", "done"] and refused[-1][1]["no_info"]
+    assert refused[1][1] == {"asking": "check", "line": "4 Quellen gefunden · prüfe, ob sie die Frage beantworten …"}
+    assert [k for k, _ in floor] == ["sources", "done"] and floor[-1][1]["llm_called"] is False
+    assert len(fake.checks()) == 1
+    assert [e["n"] for e in refused[-1][1]["see_also"]] == [1, 2]  # the page: "Vielleicht hilft: [1] …, [2] …"
+    assert refused[-1][1]["see_also"] == refused[-2][1]["see_also"] and len(floor[-1][1]["see_also"]) == 2
 
 
 def test_a_follow_up_is_read_against_the_pages_history(env):

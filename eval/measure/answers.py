@@ -19,8 +19,8 @@ from rag import config
 from rag.answer import prompt as answer_module
 from rag import store
 
-from eval.measure.common import (ask_one, contains_fact, fold, fresh_index, has_facts, load_jsonl, spread,
-                                 start_answer_server)
+from eval.measure.common import (ask_one, calibrate, contains_fact, fold, fresh_index, has_facts, load_jsonl,
+                                 speed_line, spread, start_answer_server)
 
 ANSWER_QUESTIONS = "eval/answers.jsonl"  # {"question": …, "facts": [["3 Monate", "drei Monate"], …]}; [] = not in the wiki
 ANSWER_OUT = "answers-run.jsonl"  # every answer, for reading (ignored by git)
@@ -67,6 +67,7 @@ def judge_answer(item, out, seconds, error, texts=None):
            "supported_citation": cited_facts(item["facts"], citations["valid"], texts or []),
            "prompt_tokens": timings["prompt_n"] + timings.get("cache_n", 0) if "prompt_n" in timings else None,
            "first_token_s": timings.get("first_token_s"),
+           "read_before_first_token": timings.get("read_before_first_token"),  # prompt tokens read, cache left out
            "total_s": round(seconds, 3) if out.get("llm_called") else None,
            "sources": [s.get("path") for s in out.get("sources", [])], "facts": item["facts"]}
     if "unsupported" in out:
@@ -134,6 +135,8 @@ def answer_summary(rows):
         "refused_in": share([r for r in inside if r["refused"]], inside),
         "prompt_tokens": median([r["prompt_tokens"] for r in rows if r.get("prompt_tokens")]),
         "first_token_s": median([r["first_token_s"] for r in rows if r["first_token_s"] is not None]),
+        "read_before_first_token": median([r["read_before_first_token"] for r in rows
+                                           if r.get("read_before_first_token") is not None]),
         "total_s": median([r["total_s"] for r in rows if r["total_s"] is not None]),
     }
     for by in ("floor", "check", "grounding", "model"):
@@ -194,6 +197,9 @@ def print_answer_summary(s, model):
          s["prompt_tokens"], None, False),
         ("erstes Token (Prüfung + Antwort bis zum 1. Token), Median", seconds_text(s["first_token_s"]),
          s["first_token_s"], g["first_token_s"], False),
+        ("davor gelesene Prompt-Tokens (alle Aufrufe, ohne Prompt-Cache), Median",
+         "–" if s.get("read_before_first_token") is None else f"{s['read_before_first_token']:.0f}",
+         s.get("read_before_first_token"), None, False),
         (f"ganze Antwort (ask_rag.py-Prozess), Median (Fakten {seconds_text(s['fact_total_s'])}, How-to "
          f"{seconds_text(s['howto_total_s'])})", seconds_text(s["total_s"]), s["total_s"], g["total_s"], False),
     ]
@@ -256,17 +262,22 @@ def run_answers(args, db_given):
                     rows.append(row)
                     out_file.write(json.dumps(row, ensure_ascii=False) + "\n")
                     out_file.flush()
-                    print(f"[{n}/{len(items)}] {progress_mark(row)}  {seconds:.1f} s  {item['question']}"
+                    read = row["read_before_first_token"]
+                    print(f"[{n}/{len(items)}] {progress_mark(row)}  {seconds:.1f} s  "
+                          f"{'–' if read is None else read} Tokens gelesen  {item['question']}"
                           + (f"  – {error.splitlines()[-1] if error else ''}" if error else ""),
                           file=sys.stderr, flush=True)
+            calibration = calibrate(url)  # after the questions: their prompt cache stays as a reader's would be
         finally:
             if server:
                 server.stop()
     summary = answer_summary(rows)
     model = Path(args.llm_model or config.default_llm_model()).name if not args.server else args.server
     if args.json:
-        print(json.dumps({"answers": summary, "model": model, "out": args.out}, ensure_ascii=False))
+        print(json.dumps({"answers": summary, "model": model, "out": args.out, "calibration": calibration},
+                         ensure_ascii=False))
     else:
         print_answer_summary(summary, model)
+        print(speed_line(calibration))
         print(f"(jede Antwort in {args.out})")
 

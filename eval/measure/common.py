@@ -120,6 +120,25 @@ def llm_info(url):
         raise SystemExit(f"Fehler: {exc}")
 
 
+def calibrate(url):
+    """The answer server's reading speed from one request without the prompt cache (rag/models/llm.py
+    prompt_speed): {"prompt_n", "prompt_ms", "tokens_per_s"}; None when the server cannot tell."""
+    from rag.models import llm
+    try:
+        return llm.prompt_speed(url)
+    except llm.LLMError:
+        return None
+
+
+def speed_line(calibration):
+    """Example: {"prompt_n": 250, "prompt_ms": 1470.6, "tokens_per_s": 170.0}
+    -> "Lesegeschwindigkeit des Antwort-Servers (Kalibrierung): 170.0 Tokens/s (250 Tokens ohne Prompt-Cache in 1471 ms)" """
+    c = calibration
+    speed = f"{c['tokens_per_s']:.1f} Tokens/s ({c['prompt_n']} Tokens ohne Prompt-Cache in {c['prompt_ms']:.0f} ms)" \
+        if c else "– (der Server meldet keine timings)"
+    return f"Lesegeschwindigkeit des Antwort-Servers (Kalibrierung): {speed}"
+
+
 @contextlib.contextmanager
 def answer_server(args, tmp, label="answers"):
     """The URL of a llama-server with the answer model: --server, else one started (and stopped) here."""

@@ -22,7 +22,7 @@ import requests
 from rag import config
 from rag.answer import prompt as answer
 from rag.models.http import CONNECT_TIMEOUT, auth_headers
-from rag.models.llm import READ_TIMEOUT, LLMError, hint_start, http_error
+from rag.models.llm import READ_TIMEOUT, LLMError, hint_start, http_error, read_entry
 
 CHECK = "Beantworten die Quellen diese Frage ausdrücklich? Antworte nur mit ja oder nein."
 TOP = 10  # alternatives of the first token looked at
@@ -61,8 +61,9 @@ def share_yes(top_logprobs):
     return yes / (yes + no) if yes + no > 0 else None
 
 
-def p_yes(url, prefix, api_key=None, model_name=None, seed=0):
-    """The model's share of "ja" for the check over `prefix`, or None when the server gives no logprobs."""
+def p_yes(url, prefix, api_key=None, model_name=None, seed=0, read=None):
+    """The model's share of "ja" for the check over `prefix`, or None when the server gives no logprobs.
+    `read` (a list): gets {"call": "check", "prompt_n": …} (rag/models/llm.py read_entry), what the check read."""
     body = {"messages": check_messages(prefix), "max_tokens": 1, "temperature": 0.0, "seed": seed,
             "logprobs": True, "top_logprobs": TOP, "cache_prompt": True, "stream": False}
     if model_name:
@@ -77,7 +78,13 @@ def p_yes(url, prefix, api_key=None, model_name=None, seed=0):
     if response.status_code != 200:
         raise http_error(response, " bei der Prüfung")
     try:
-        content = response.json()["choices"][0]["logprobs"]["content"]
+        reply = response.json()
+    except ValueError:
+        reply = None
+    if read is not None:
+        read.append(read_entry("check", reply if isinstance(reply, dict) else None))
+    try:
+        content = reply["choices"][0]["logprobs"]["content"]
         return share_yes(content[0]["top_logprobs"]) if content else None
     except (ValueError, KeyError, IndexError, TypeError):
         return None

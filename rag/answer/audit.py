@@ -42,7 +42,7 @@ def entry(result, raw_sources, meta, server):
         "kind": result.kind, "answerable": result.answerable, "grounding": result.grounding,
         "citations": result.citations,
         "evidence": result.evidence, "support": result.support, "unsupported": result.unsupported,
-        "guard": result.guard, "timings": result.timings,
+        "guard": result.guard, "timings": result.timings, "see_also": result.see_also,
         **({"searched": result.searched.as_json()} if result.searched else {})}
 
 

@@ -80,6 +80,8 @@ def event_json(event):
         return "checks", jsonable(event.data)
     if event.kind == "searched":  # rag/search/expand.py: the rewritten follow-up, the expansions
         return "searched", event.data.as_json()
+    if event.kind == "asking":  # what the wait is for: {"asking": "check"} or {"asking": "answer"}
+        return "asking", {"asking": event.data}
     return event.kind, None
 
 
@@ -150,7 +152,7 @@ def warm_embedder(settings, log_path=None):
 
 
 def answer_events(question, settings, history=()):
-    """One question as (kind, JSON) pairs: (searched,) sources, piece…, checks, and last ("done", result_json).
+    """One question as (kind, JSON) pairs: (searched,) sources, (asking,) piece…, checks, and last ("done", result_json).
 
     The first pair comes after the retrieval, so a door can still answer an expected failure there
     (core.CoreError) with an error status; a failure later raises CoreError mid-stream. Leaving the

@@ -2,13 +2,15 @@
 
     search_wiki(query, k=4, folder=None) -> {"chunks": [{"n": 1, "path": "mail/…", "heading": "…", "text": "…",
                                              "score": 0.032, …}], "weak": false, "under": null, …}
-    ask_wiki(question, folder=None)      -> {"answer": "… [1].", "sources": […], "checks": {"citations": …}, …}
+    ask_wiki(question, folder=None)      -> {"answer": "… [1].", "sources": […], "checks": {"citations": …},
+                                             "see_also": [{"n": 2, …}], "see_also_line": "Siehe auch: [2] …", …}
 
 The Model Context Protocol in the standard library: JSON-RPC 2.0, one message per line on
 stdin/stdout (the stdio transport), the handshake (initialize, then notifications/initialized),
 ping, tools/list and tools/call. A tool's result comes as structuredContent and, for clients that
 read only text, as the same JSON in one text block. ask_wiki's result is what the web page and the
-API get (rag/doors/common.py: `ask_rag.py --json`'s object plus the checks). stdout carries nothing but
+API get (rag/doors/common.py: `ask_rag.py --json`'s object plus the checks), plus the runners-up as the
+terminal's line (see_also_line, rag/answer/see_also.py). stdout carries nothing but
 protocol messages; notes go to stderr. An expected failure (no index, unknown folder, model server
 down) is a tool result with isError and the German line, so the calling model can read it.
 
@@ -25,6 +27,7 @@ import os
 import sys
 
 from rag import core
+from rag.answer import see_also
 from rag.doors import common as doors
 
 PROTOCOL_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")  # the handshake's, newest first
@@ -50,7 +53,8 @@ def tools(settings):
         {"name": "ask_wiki", "title": "Wiki fragen",
          "description": "Beantwortet eine Frage nur aus dem Wiki (lokales Sprachmodell) und gibt die Antwort mit "
                         "nummerierten Quellen und Prüfungen (Zitate, Fakten) zurück; steht es nicht im Wiki, lautet "
-                        "die Antwort „Dazu habe ich keine Information.“",
+                        "die Antwort „Dazu habe ich keine Information.“ Dazu bis zu zwei weitere Abschnitte, "
+                        "die die Antwort nicht zitiert (see_also).",
          "inputSchema": {"type": "object", "properties": {
              "question": {"type": "string", "description": "die Frage, auf Deutsch"}, "folder": folder},
              "required": ["question"]}},
@@ -100,7 +104,8 @@ def call(name, arguments, settings):
         return {"chunks": found.pop("sources"), **found}
     if name == "ask_wiki":
         events = doors.answer_events(text_arg(arguments, "question"), doors.request_settings(settings, folder))
-        return [data for kind, data in events if kind == "done"][0]
+        result = [data for kind, data in events if kind == "done"][0]
+        return {**result, "see_also_line": see_also.line(result["see_also"], result["no_info"])}
     raise BadParams(f"Werkzeug {name!r} gibt es nicht – search_wiki oder ask_wiki")
 
 

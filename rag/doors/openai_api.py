@@ -24,6 +24,7 @@ import uuid
 from rag.answer import factcheck
 from rag.answer import guard
 from rag.answer import prompt as answer
+from rag.answer import see_also
 from rag.answer import support
 from rag.search import expand
 
@@ -77,11 +78,15 @@ def footnotes(result):
     """The sources (and checks) as text after the answer, from the door's result JSON (rag/doors/common.py).
 
     Example: sources [mail/a.md › A], citations valid [1] -> "\n\nQuellen:\n- [1] mail/a.md › A (zitiert)\nZitate: [1] gültig"
+    With runners-up (rag/answer/see_also.py) the line "Siehe auch: [2] …" (after the refusal "Vielleicht hilft: …")
+    comes first, as in the terminal.
     """
     if not result["sources"]:
         return ""
     cited = set((result.get("citations") or {}).get("valid") or [])
-    lines = ["", "", "Quellen:"]
+    refused = (result.get("answer") or "").strip() == answer.NO_INFO
+    others = see_also.line(result.get("see_also"), refused)
+    lines = ["", ""] + ([others, ""] if others else []) + ["Quellen:"]
     for n, s in enumerate(result["sources"], start=1):
         where = f"{s['path']} › {s['heading']}" if s.get("heading") else s["path"]
         lines.append(f"- [{n}] {where}" + (" (zitiert)" if n in cited else ""))

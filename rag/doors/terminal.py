@@ -6,18 +6,74 @@
 `args` are ask_rag.py's flags (rag/doors/flags.py): --json, --explain, --show-prompt, --show-context
 decide what is printed. Expected failures print one German line "Fehler: …" on stderr and exit.
 
+While the model is asked, one status line on stderr says what the wait is for (not with --json):
+    4 Quellen gefunden · prüfe, ob sie die Frage beantworten …
+On a terminal it counts the seconds ("… 3 s") and the first answer byte replaces it; into a pipe it is
+printed once, as a plain line.
+
 Does not handle: colours other than the guard's (NO_COLOR switches those off), terminal width, paging.
 """
 import json
 import os
 import sys
+import threading
+import time
 
 from rag import core
 from rag.answer import guard
 from rag.answer import prompt
+from rag.answer import see_also
 from rag.doors import flags
 from rag.privacy import mask as privacy
 from rag.search import expand
+
+
+TICK = 1.0  # seconds between two updates of the status line's running count (terminal only)
+WAITING = {"check": "prüfe, ob sie die Frage beantworten …", "answer": "warte auf die Antwort des Modells …"}
+CLEAR = "\r\033[K"  # back to the line's start, erase it
+
+
+def status_line(found, asking):
+    """Example: status_line(4, "check") -> "4 Quellen gefunden · prüfe, ob sie die Frage beantworten …" """
+    return f"{found} {'Quelle' if found == 1 else 'Quellen'} gefunden · {WAITING[asking]}"
+
+
+class Status:
+    """The status line on stderr while the model is asked. Into a pipe: printed once. On a terminal:
+    rewritten about once a second by a small thread with the seconds waited ("… 3 s"), erased by clear()."""
+    shown = None  # the Status on the terminal now, for interrupted()
+
+    def __init__(self, err=None):
+        self.err = err or sys.stderr
+        self.tty, self.text, self.started = self.err.isatty(), None, 0.0
+        self.stopped, self.lock = threading.Event(), threading.Lock()
+
+    def show(self, text):
+        if not self.tty:
+            print(text, file=self.err, flush=True)
+            return
+        self.text, self.started, Status.shown = text, time.monotonic(), self
+        self.write(text)
+        threading.Thread(target=self.tick, daemon=True).start()
+
+    def write(self, line):
+        self.err.write(CLEAR + line)
+        self.err.flush()
+
+    def tick(self):
+        while not self.stopped.wait(TICK):
+            with self.lock:
+                if not self.stopped.is_set():
+                    self.write(f"{self.text} {int(time.monotonic() - self.started)} s")
+
+    def clear(self):
+        """Stop the count and erase the line (before the first answer byte, an error line, the end)."""
+        if self.text is None:
+            return
+        self.stopped.set()
+        with self.lock:
+            self.write("")
+        self.text, Status.shown = None, None
 
 
 def fail(message, code=1):
@@ -102,6 +158,8 @@ def print_answer(done, out):
     if not done.retrieval.sources:
         print("Keine passenden Stellen im Wiki gefunden.", file=out)
         return
+    if done.see_also:  # "Siehe auch: [2] … › …, [3] …"; after the refusal "Vielleicht hilft: …"
+        print(see_also.line(done.see_also, refused=(done.text or "").strip() == prompt.NO_INFO), file=out)
     print_sources(done.retrieval, done.citations, out)
     if done.support is not None:
         from rag.answer import support
@@ -118,7 +176,7 @@ def print_answer(done, out):
 
 def show(events, args, out=sys.stdout):
     """Print one question's events as the terminal shows them; returns the final Answer."""
-    streamed = False
+    streamed, found, status = False, 0, Status()
     try:
         for event in events:
             if event.kind == "done":
@@ -130,24 +188,32 @@ def show(events, args, out=sys.stdout):
             if event.kind == "searched":
                 print_searched(event.data, args, out)
             elif event.kind == "sources":
+                found = len(event.data.sources)  # what the status line counts
                 if args.explain:
                     print_explain(event.data, out)
                 if args.show_context:
                     print_context(event.data.sources, out)
+            elif event.kind == "asking":
+                status.show(status_line(found, event.data))
             elif event.kind == "prompt" and args.show_prompt:
+                status.clear()
                 system = prompt.split_chat(event.data, prompt.SYSTEM)[0]["role"] == "system"
                 chat = "Chat-Template" if system else "Completion"
                 print(f"--- Prompt ({chat}) ---\n{event.data}\n--- Ende Prompt ---\n", file=out)
             elif event.kind == "piece":
+                status.clear()
                 print(event.data, end="", file=out, flush=True)
                 streamed = True
             elif event.kind == "checks" and streamed:
                 print(file=out)
                 streamed = False
     except core.CoreError as exc:
+        status.clear()
         if streamed:
             print(file=out)
         fail(str(exc))
+    finally:
+        status.clear()
 
 
 def answer(events, args):
@@ -194,5 +260,9 @@ def interrupted(signum, frame):
         sys.stdout.flush()
     except (OSError, RuntimeError):  # RuntimeError: the signal came in the middle of a print
         pass
-    os.write(2, "\nAbgebrochen.\n".encode())
+    status = Status.shown
+    if status is not None:  # the status line is erased, its count stopped
+        status.stopped.set()
+        status.lock.acquire(timeout=0.2)  # the count may be writing; this thread may hold it itself
+    os.write(2, (CLEAR if status is not None else "\n").encode() + "Abgebrochen.\n".encode())
     os._exit(130)

@@ -6,8 +6,10 @@
 Routes (every one turns the core's events into its own format, rag/doors/common.py):
     GET  /                       the page: rag/doors/page.html, HTML, CSS and JS in one file, nothing external
     GET  /api/folders            {"folders": ["mail/", …]}: the index's top-level folders (folder filter)
-    POST /api/ask                {"question", "under"} -> Server-Sent Events: sources, piece …, checks, done
-                                 (or error); each `data:` is one JSON object
+    POST /api/ask                {"question", "under"} -> Server-Sent Events: sources, asking, piece …, checks, done
+                                 (or error); each `data:` is one JSON object; asking (only when the model is
+                                 asked) carries the terminal's status line, e.g. {"asking": "check", "line":
+                                 "4 Quellen gefunden · prüfe, ob sie die Frage beantworten …"}
     GET  /v1/models, POST /v1/chat/completions    the wiki as an OpenAI "model" (rag/doors/openai_api.py)
     GET  /health                 {"status": "ok", "slots": N, "queue": M}
 
@@ -44,6 +46,7 @@ from urllib.parse import urlsplit
 from rag import core
 from rag.doors import common as doors
 from rag.doors import openai_api
+from rag.doors import terminal
 from rag.models import llm
 
 HOST = "127.0.0.1"  # loopback only, unless a key is set
@@ -144,6 +147,21 @@ def answer_slots(settings):
         print(f"Warnung: {exc} – Fragen scheitern, bis er läuft", file=sys.stderr)
         return 1
     return max(1, int(props.get("total_slots") or 1))
+
+
+def with_status_line(events):
+    """The page's events, "asking" with the status line the terminal shows (rag/doors/terminal.py status_line).
+
+    Example: ("sources", {"sources": [four]}), ("asking", {"asking": "answer"}) -> the sources as they are, then
+             ("asking", {"asking": "answer", "line": "4 Quellen gefunden · warte auf die Antwort des Modells …"})
+    """
+    found = 0
+    for kind, data in events:
+        if kind == "sources":
+            found = len(data["sources"])
+        elif kind == "asking":
+            data = {**data, "line": terminal.status_line(found, data["asking"])}
+        yield kind, data
 
 
 class State:
@@ -295,7 +313,7 @@ class Handler(BaseHTTPRequestHandler):
             return
         with self.stream():
             try:
-                for kind, data in itertools.chain([first], events):
+                for kind, data in with_status_line(itertools.chain([first], events)):
                     self.send_event(data, kind)
             except core.CoreError as exc:
                 self.send_event({"error": str(exc)}, "error")

@@ -15,6 +15,11 @@ Other OpenAI-compatible servers work too (Ollama, vLLM): an API key goes out as
 `Authorization: Bearer …` on every request, a model name as `model`; without /props (llama-server
 only) the chat template is assumed and the model name comes from /v1/models.
 
+What the model read: llama-server reports in every completion's "timings" (the response's, or the
+last stream chunk's) `prompt_n`, the prompt tokens it evaluated, and `cache_n`, those it took from
+its prompt cache. read_entry keeps both per call; total_read sums what was evaluated, the work that
+stands before the first answer token on any machine. prompt_speed measures that machine once.
+
 Does not handle: tool calls, several choices, multi-line answers from the plain prompt (drop
 ONE_LINE for those), llama-server's extra fields (grammar, dry_multiplier) on servers that reject them.
 """
@@ -240,8 +245,10 @@ SHORT_TIMEOUT = 30  # seconds a short structured call (search phrases, a rewritt
 #                   machine; plus the prompt and max_tokens at http.py's floor speeds, and one retry
 
 
-def complete_json(url, messages, schema, max_tokens, api_key=None, model_name=None, timeout=None):
+def complete_json(url, messages, schema, max_tokens, api_key=None, model_name=None, timeout=None, read=None,
+                  call="search"):
     """One chat completion whose text must follow a JSON schema; returns the parsed JSON.
+    `read` (a list): gets read_entry(call, …) of the response, what the model read of this prompt.
 
     The schema goes out as OpenAI's `response_format` (llama-server turns it into a grammar, so the
     text always parses); temperature 0, a fixed seed and no prompt cache make the answer repeatable.
@@ -259,7 +266,59 @@ def complete_json(url, messages, schema, max_tokens, api_key=None, model_name=No
     if response.status_code != 200:
         raise http_error(response)
     try:
-        text = response.json()["choices"][0]["message"]["content"]
-        return json.loads(text)
-    except (ValueError, KeyError, IndexError, TypeError):
+        reply = response.json()
+        if read is not None:
+            read.append(read_entry(call, reply))
+        return json.loads(reply["choices"][0]["message"]["content"])
+    except (ValueError, KeyError, IndexError, TypeError, AttributeError):
         raise LLMError(f"llama-server unter {url} lieferte kein gültiges JSON nach Schema – Server-Version prüfen")
+
+
+# -- what the model read: prompt tokens per call, and the machine's reading speed --------------------
+CALIBRATION = " ".join(["Die Mailbox wird mit cyradm angelegt, die Quota mit sq gesetzt und mit lm geprüft."] * 10)
+#             a fixed prompt of about 256 tokens (llama-server /tokenize: Qwen2.5 250, Gemma 3 221), read once
+#             without the prompt cache
+
+
+def read_entry(call, reply):
+    """What one call read of its prompt, from its response body (or {"timings": …} of a stream's last chunk).
+
+    Example: read_entry("check", {"timings": {"prompt_n": 12, "cache_n": 400}})
+             -> {"call": "check", "prompt_n": 12, "cached": 400}   (the 400 from the cache are not read again)
+             read_entry("answer", {}) -> {"call": "answer", "prompt_n": None}   (a server without timings)
+    """
+    timings = (reply or {}).get("timings") or {}
+    entry = {"call": call, "prompt_n": timings.get("prompt_n")}
+    if "cache_n" in timings:
+        entry["cached"] = timings["cache_n"]
+    return entry
+
+
+def total_read(entries):
+    """The prompt tokens read over all calls; None when a call's server gave no count (not 0).
+
+    Example: [{"call": "check", "prompt_n": 412}, {"call": "answer", "prompt_n": 52}] -> 464; [] -> 0
+    """
+    counts = [e.get("prompt_n") for e in entries]
+    return None if None in counts else sum(counts)
+
+
+def prompt_speed(url, api_key=None, model_name=None):
+    """The server's reading speed from one request of CALIBRATION without the prompt cache:
+    {"prompt_n", "prompt_ms", "tokens_per_s"}, or None when the server reports no timings.
+
+    Example: prompt_speed("http://127.0.0.1:8080") -> {"prompt_n": 250, "prompt_ms": 1470.6, "tokens_per_s": 170.0}
+    """
+    body = {"prompt": CALIBRATION, "max_tokens": 1, "temperature": TEMPERATURE, "cache_prompt": False,
+            "stream": False, **({"model": model_name} if model_name else {})}
+    response = send("POST", url, "/v1/completions", http.read_timeout(SHORT_TIMEOUT, CALIBRATION), api_key, json=body)
+    if response.status_code != 200:
+        raise http_error(response, " bei der Kalibrierung")
+    try:
+        timings = response.json().get("timings") or {}
+    except (ValueError, AttributeError):
+        return None
+    n, ms = timings.get("prompt_n"), timings.get("prompt_ms")
+    if not n or not ms:
+        return None
+    return {"prompt_n": n, "prompt_ms": round(ms, 1), "tokens_per_s": round(n / (ms / 1000), 1)}

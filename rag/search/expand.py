@@ -316,13 +316,13 @@ def chooser(searched, ask, pii="mask", kinds=None, keep=()):
     return choose_among
 
 
-def asker(server, api_key=None, model_name=None):
+def asker(server, api_key=None, model_name=None, read=None, call="search"):
     """ask(messages, schema, max_tokens) -> parsed JSON, bound to an answer server (rag/models/llm.py
     complete_json); a failure of the server raises ModelError with its German line."""
     def ask(messages, schema, max_tokens):
         from rag.models import llm  # imported here: without a follow-up or --expand, no HTTP library is loaded
         try:
-            return llm.complete_json(server, messages, schema, max_tokens, api_key=api_key, model_name=model_name)
+            return llm.complete_json(server, messages, schema, max_tokens, api_key, model_name, None, read, call)
         except llm.LLMError as exc:
             raise ModelError(str(exc)) from None
     return ask
@@ -333,8 +333,11 @@ def prepare_for(question, history, settings):
     """prepare() with rag/core.py's Settings: expansion with settings.expand; a follow-up is always
     searched together with the question before it (no model), and rewritten by the model only with
     settings.rewrite; without --expand and --rewrite the model is not asked here."""
-    return prepare(question, history, settings.expand, asker(settings.server, settings.api_key, settings.llm_model_name),
-                   settings.pii, settings.pii_kinds, settings.pii_keep, rewrite=settings.rewrite)
+    read = []  # the prompt tokens each call read (llm.read_entry; rag/core.py sums them up to the first token)
+    ask = asker(settings.server, settings.api_key, settings.llm_model_name, read)
+    searched = prepare(question, history, settings.expand, ask, settings.pii, settings.pii_kinds, settings.pii_keep,
+                       rewrite=settings.rewrite)
+    return dataclasses.replace(searched, timings={**searched.timings, "read": read}) if read else searched
 
 
 def texts(question, searched=None):
@@ -351,7 +354,8 @@ def retrieve(index, queries, searched, settings, **options):
     No searched, no expansions, no choice: exactly search.retrieve()."""
     pick = more = None
     if searched is not None and searched.method in ("choose", "both"):
-        pick = chooser(searched, asker(settings.server, settings.api_key, settings.llm_model_name),
+        pick = chooser(searched, asker(settings.server, settings.api_key, settings.llm_model_name,
+                                       searched.timings.setdefault("read", []), "choose"),
                        settings.pii, settings.pii_kinds, settings.pii_keep)
     if searched is not None and searched.method == "prf":
         more = feedback(searched)
