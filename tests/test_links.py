@@ -150,3 +150,8 @@ def test_the_rundgang_names_functions_that_exist():
             if not re.search(rf"^\s*(?:def|class) {name}\b|^{name} = ", source, re.M):
                 missing.append(f"{step[:30]!r}: {name}")
     assert missing == []
+
+
+def test_the_readme_fits_on_a_screen():
+    """Issue 28: README.md ≤ 250 lines; everything else lives in docs/, one page a topic."""
+    assert len((ROOT / "README.md").read_text(encoding="utf-8").splitlines()) <= 250
