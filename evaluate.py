@@ -27,7 +27,7 @@ from rag.doors import flags
 from rag.search import expand
 from rag.search import ranking as search
 
-from eval.measure import answerable, answers, factcheck, followups, injections, pii, retrieval
+from eval.measure import answerable, answers, factcheck, followups, injections, pii, retrieval, sections
 from eval.measure.answers import ANSWER_OUT, ANSWER_QUESTIONS
 from eval.measure.followups import FOLLOWUPS
 from eval.measure.injections import INJECTION_OUT, INJECTIONS
@@ -73,6 +73,11 @@ def add_check_flags(parser):
                         help="statt der Suche den Faktencheck messen (rag/answer/factcheck.py): Anteil erkannter falscher "
                              "und fälschlich markierter richtiger Antworten; Standard-Datei eval/factcheck.jsonl, "
                              "kein Index nötig")
+    parser.add_argument("--sections", action="store_true",
+                        help="statt der Suche messen, welchen Abschnitt eine How-to-Antwort wörtlich zeigt "
+                             "(rag/answer/choose.py gegen bisher): je How-to-Zeile eines Antwort-Satzes richtig, unter "
+                             "den Quellen überhaupt, mit „Siehe auch“; mehrere Sätze: --questions a,b --db a.db,b.db; "
+                             "mit --tune die Gewichte per Raster über alle Sätze wählen; kein Antwortmodell nötig")
 
 
 def add_answer_flags(parser):
@@ -147,6 +152,8 @@ def main():
         return factcheck.run_factcheck(args.factcheck, args.json)
     if args.pii:
         return pii.run_pii(args)
+    if args.sections:
+        return sections.run_sections(args)
     modes = retrieval.parse_modes(args.modes, "hybrid" if args.expand or args.followups else "hybrid,vector,lexical")
     items = retrieval.load_questions(args.questions)
     conn, meta, floor, reject = retrieval.open_index(args)

@@ -32,6 +32,7 @@ import time
 
 from rag import config
 from rag.answer import audit
+from rag.answer import choose
 from rag.answer import context
 from rag.answer import guard
 from rag.answer import prompt as answer
@@ -263,8 +264,9 @@ def stream(question, retrieval, settings, result, shield):
             if refused:
                 result.text, result.timings["read_before_first_token"] = answer.NO_INFO, llm.total_read(read)
                 return
-        section = context.best_section(guarded.sources) if result.kind == "howto" and settings.steps == "source" \
-            else None  # how-to: the section that answers it, verbatim; the model only checked that the sources do
+        section = choose.best(guarded.sources, guarded.terms, guarded.weights, guarded.vocab) if result.kind == "howto" \
+            and settings.steps == "source" else None  # how-to: the section that answers it (rag/answer/choose.py),
+        #                                                  verbatim; the model only checked that the sources do
         steps = answer.steps_answer(section + 1, guarded.sources[section].content) if section is not None else None
         if steps:
             result.answered_by, result.prompt = "source", answerable.check_text(prefix) if chat and limit else None

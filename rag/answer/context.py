@@ -15,8 +15,9 @@ Why: four chunks of 1,200 characters each are ~950 prompt tokens, 6.6 s before t
     numbered list shows only its steps, each cut to its first sentence (steps());
   - otherwise every source keeps its units that cover the question best, at least its best one,
     in their order in the chunk, until the source's share of BUDGET is used.
-(By default the model does not write a how-to answer at all: best_section() picks the section that
-rag/answer/prompt.py steps_answer() shows verbatim; best_procedure() serves --steps model and the check's prompt.)
+(By default the model does not write a how-to answer at all: rag/answer/choose.py picks the section that
+rag/answer/prompt.py steps_answer() shows verbatim; best_section() is the choice it replaced, measured against it by
+`evaluate.py --sections`; best_procedure() serves --steps model and the check's prompt.)
 Units are never cut or rewritten: what the model sees is verbatim wiki text (so is the evidence,
 rag/answer/support.py). A unit's score is the IDF-weighted share of the question's content words in it,
 with the German matching of the search (compounds, stems, umlauts; rag/text/german.py).

@@ -77,7 +77,7 @@ def prefill(task, procedure=None):
 
 
 def steps_answer(procedure, section):
-    """A how-to answer without the model: the section the answer comes from (rag/answer/context.py best_section(),
+    """A how-to answer without the model: the section the answer comes from (rag/answer/choose.py best(),
     at most search.SECTION_MAX characters), verbatim, one step, list item, sentence, table row or code
     block a line, under the number of its source. None for an empty section.
 

@@ -20,6 +20,7 @@ import threading
 import time
 
 from rag import core
+from rag.answer import choose
 from rag.answer import guard
 from rag.answer import prompt
 from rag.answer import see_also
@@ -100,6 +101,20 @@ def print_explain(result, out):
         print(f'Präfix:    "{result.query_prefix}" (vor der Frage, nur fürs Embedding)', file=out)
     for kept in result.pii_kept:  # business contacts and RAG_PII_KEEP values (rag/privacy/mask.py)
         print(privacy.describe_kept(kept), file=out)
+    print_choice(result, out)
+
+
+def print_choice(result, out):
+    """The signals rag/answer/choose.py weighs per source, the section a how-to answer shows marked with "→"
+    (from the sources as retrieved; the core weighs their prompt copies, which differ only after the guard)."""
+    rows = choose.table(result.sources, result.terms, result.weights, result.vocab)
+    if not rows:
+        return
+    chosen = choose.pick(rows)
+    print("Abschnittswahl (How-to): Rang Kosinus Überschrift Form Substanz Einleitung Verweis = Punkte", file=out)
+    for n, row in enumerate(rows):
+        values = " ".join(f"{x:.2f}" if isinstance(x, float) else str(x) for x in row)
+        print(f"  {'→' if n == chosen else ' '} [{n + 1}] {values} = {choose.score(row):.4f}", file=out)
 
 
 def print_searched(searched, args, out):

@@ -1,0 +1,127 @@
+"""Which section a how-to answer shows, without an answer model (evaluate.py --sections): for every "howto"
+line of an answer set the core's retrieval for a how-to question, then the choice of the section shown
+verbatim, today's (rag/answer/context.py best_section) and the chooser's (rag/answer/choose.py).
+
+    python3 evaluate.py --sections --questions eval/answers_iobroker.jsonl --db iob.db
+    -> | Wahl                  | richtig    | unter den Quellen (Decke) | mit „Siehe auch“ |
+       | bisher (best_section) | 20 (47 %)  | 35 (81 %)                 | 30 (70 %)        |
+
+Counted per question: the chosen source is the expected section (eval/measure/retrieval.py matches), the
+expected section is among the top-k sources at all (the ceiling of any choice), and it is the chosen one
+or one of its two runners-up (rag/answer/see_also.py pick). Several sets: --questions a,b --db a.db,b.db
+(pairs in order); --tune fits choose.WEIGHTS by grid search over all of them together.
+
+Does not handle: fact questions, out-of-corpus lines, questions whose follow-up history changes the search.
+"""
+import itertools
+import json
+from collections import namedtuple
+from types import SimpleNamespace
+
+from rag import core
+from rag.answer import choose, context, see_also
+
+from eval.measure import retrieval
+from eval.measure.common import read_jsonl
+
+Case = namedtuple("Case", "corpus question hits rows baseline sections")  # hits: per source, does it match the
+#                                                                         expected? sections: its (path, heading)
+GRID = choose.Signals(  # weights tried by --tune (intro and pointer are penalties)
+    rank=(0.0, 0.01, 0.02, 0.05, 0.1), cosine=(0.0, 1.0), heading=(0.0, 0.01, 0.02, 0.05, 0.1, 0.2),
+    shape=(0.0, 0.01, 0.02), substance=(0.0, 0.01, 0.02), intro=(0.0, -0.01, -0.02), pointer=(0.0, -0.02, -0.05, -0.1))
+
+
+def howto_items(path):
+    """The "howto" lines of an answer set as retrieval items (with "expected")."""
+    return [retrieval.from_answer_line(path, item) for item in read_jsonl(path, "Antwort-Datei", "JSON Lines")
+            if item.get("kind") == "howto"]
+
+
+def collect(questions, db, args):
+    """[Case] of one answer set over one index: the same steps as core.retrieve for a how-to question, with
+    every question embedded in one call."""
+    settings = core.Settings(db=db, model=args.model, embedding_bin=args.embedding_bin)
+    items = howto_items(questions)
+    try:
+        conn, meta, mode = core.open_index(settings)
+    except core.CoreError as exc:
+        raise SystemExit(f"Fehler: {exc}")
+    try:
+        vectors = core.embed([i["question"] for i in items], settings, meta, mode, {}) if items else []
+        cases = []
+        for item, vector in zip(items, vectors):
+            result = core.rank(conn, [item["question"]], [vector], None, settings, meta, mode, "howto", {})
+            core.protect(item["question"], result, settings, conn)  # the sources masked, as the core shows them
+            sources = result.sources
+            cases.append(Case(questions, item["question"], [retrieval.matches(s, item["expected"]) for s in sources],
+                              choose.table(sources, result.terms, result.weights, result.vocab),
+                              context.best_section(sources),
+                              [SimpleNamespace(path=s.path, heading=s.heading) for s in sources]))
+    except core.CoreError as exc:
+        raise SystemExit(f"Fehler: {exc}")
+    finally:
+        conn.close()
+    return cases
+
+
+def counts(cases, weights=None):
+    """(right, ceiling, with runners-up, questions); weights None: today's best_section."""
+    right = ceiling = shown = 0
+    for case in cases:
+        chosen = case.baseline if weights is None else choose.pick(case.rows, weights)
+        if chosen is None:
+            continue
+        near = [chosen] + [e["n"] - 1 for e in see_also.pick(case.sections, [chosen + 1])]
+        right += case.hits[chosen]
+        ceiling += any(case.hits)
+        shown += any(case.hits[n] for n in near)
+    return right, ceiling, shown, len(cases)
+
+
+def fit(cases):
+    """The GRID setting with the most right sections over all cases; ties: fewer non-zero weights, then the
+    smaller weights, then grid order. Returns (weights, right)."""
+    best = None
+    for values in itertools.product(*GRID):
+        weights = choose.Signals(*values)
+        right = sum(c.hits[choose.pick(c.rows, weights)] for c in cases if c.rows)
+        key = (right, -sum(1 for w in values if w), -sum(abs(w) for w in values))
+        if best is None or key > best[0]:
+            best = (key, weights)
+    return best[1], best[0][0]
+
+
+def share(count, total):
+    """Example: (20, 43) -> "20 (47 %)" """
+    return f"{count} ({count / total:.0%})".replace("%)", " %)") if total else "0"
+
+
+def print_table(name, rows):
+    """One corpus: a row per chooser, {label: counts}."""
+    total = next(iter(rows.values()))[3]
+    print(f"\n{name}: {total} How-to-Fragen")
+    print("| Wahl | richtig | unter den Quellen (Decke) | mit „Siehe auch“ |")
+    print("|---|---:|---:|---:|")
+    for label, (right, ceiling, shown, n) in rows.items():
+        print(f"| {label} | {share(right, n)} | {share(ceiling, n)} | {share(shown, n)} |")
+
+
+def run_sections(args):
+    """evaluate.py --sections [--tune] [--json]: the table per answer set, and the sum when there are several."""
+    questions, dbs = args.questions.split(","), args.db.split(",")
+    if len(questions) != len(dbs):
+        raise SystemExit("Fehler: --sections braucht je Antwort-Datei einen Index: --questions a,b --db a.db,b.db")
+    groups = {q: collect(q, db, args) for q, db in zip(questions, dbs)}
+    weights = choose.WEIGHTS
+    if args.tune:
+        weights, right = fit([c for cases in groups.values() for c in cases])
+        print(f"Beste Gewichte (Raster über alle Sätze, {right} richtig): {dict(weights._asdict())}")
+    if len(groups) > 1:
+        groups["alle"] = [c for cases in list(groups.values()) for c in cases]
+    tables = {name: {"bisher (best_section)": counts(cases), "neu (choose)": counts(cases, weights)}
+              for name, cases in groups.items()}
+    if args.json:
+        print(json.dumps({"weights": dict(weights._asdict()), "sets": tables}, ensure_ascii=False))
+        return
+    for name, rows in tables.items():
+        print_table(name, rows)
