@@ -67,7 +67,24 @@ def timings_for(body, cached=0):
             "prompt_per_token_ms": MS_PER_TOKEN, "prompt_per_second": 1000 / MS_PER_TOKEN}
 
 
-class FakeLlamaServer:
+
+class LocalServer:
+    """A ThreadingHTTPServer on 127.0.0.1 (a free port), served from a thread inside a `with` block."""
+
+    def listen(self, handler):
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+
+    def __enter__(self):
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+        return self
+
+    def __exit__(self, *exc):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+class FakeLlamaServer(LocalServer):
     def __init__(self, answer=("Mit cyradm", " [1]."), mode="ok", health=200, template=FALLBACK_TEMPLATE, p_yes=0.9,
                  replies=("[]",), cached=0, timings=True):
         self.answer, self.mode, self.health, self.template = list(answer), mode, health, template
@@ -76,8 +93,7 @@ class FakeLlamaServer:
         self.requests = []  # {"method", "path", "body"} in arrival order
         self.streaming = threading.Event()  # set when a completion request arrived
         self.release = threading.Event()  # ends a stall
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), make_handler(self))
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        self.listen(make_handler(self))
 
     def completions(self):
         """The answer requests (streamed), in order."""
@@ -92,14 +108,9 @@ class FakeLlamaServer:
         """The requests under a JSON schema (search phrases, rewritten follow-ups), in order."""
         return [r for r in self.requests if r["path"].endswith("completions") and "response_format" in r["body"]]
 
-    def __enter__(self):
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
-        return self
-
     def __exit__(self, *exc):
         self.release.set()
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        super().__exit__(*exc)
 
 
 def chunk(piece, chat, finish=None, timings=None):

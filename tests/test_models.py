@@ -6,11 +6,12 @@ must cost a retry (one line on stderr), not the answer.
 Does not handle: streamed answers (test_ask_rag.py and test_core.py run them against tests/fake_server.py).
 """
 import json
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 import pytest
+
+from fake_server import LocalServer
 
 from rag.models import embed_server
 from rag.models import embedding
@@ -19,7 +20,7 @@ from rag.models import llm
 from rag.store import vectors
 
 
-class SlowServer:
+class SlowServer(LocalServer):
     """Answers POST /v1/chat/completions with `reply` as the message content; the first `late` requests
     only after `delay` seconds."""
 
@@ -46,16 +47,7 @@ class SlowServer:
             def log_message(self, *args):
                 pass
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
-
-    def __enter__(self):
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
-        return self
-
-    def __exit__(self, *exc):
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        self.listen(Handler)
 
 
 MESSAGES = [{"role": "user", "content": "Suchbegriffe für: Postfach voll"}]

@@ -11,10 +11,11 @@ import json
 import math
 import os
 import sqlite3
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 import pytest
+
+from fake_server import LocalServer
 
 from conftest import ROOT, SMALL_WIKI, assert_one_error_line, load_json, run_script, write_wiki
 from rag.models.server_process import ServerProcess, free_port
@@ -25,7 +26,7 @@ AXES = ["mailbox", "vpn", "drucker"]
 CONTEXT = 200  # tokens (= characters) of the fake in mode "context"
 
 
-class FakeOpenAI:
+class FakeOpenAI(LocalServer):
     """An OpenAI-compatible server in a thread: /v1/models, /v1/embeddings, streamed /v1/chat/completions.
 
     key: required Bearer key (None: none); model: what /v1/models lists; mode: ok | not-json | short |
@@ -35,16 +36,7 @@ class FakeOpenAI:
     def __init__(self, key=KEY, model="fake-embed", mode="ok"):
         self.key, self.model, self.mode = key, model, mode
         self.requests = []  # {"path", "auth", "body"}
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), make_handler(self))
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
-
-    def __enter__(self):
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
-        return self
-
-    def __exit__(self, *exc):
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        self.listen(make_handler(self))
 
     def posts(self, path):
         return [r for r in self.requests if r["path"] == path]

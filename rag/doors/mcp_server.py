@@ -78,7 +78,7 @@ def text_arg(arguments, name, required=True):
 def index_problem(settings):
     """None when the index opens, else its German error line; a relative path says where it was looked for.
 
-    Example: --db knowledge.db, started in /home/anna -> "Index knowledge.db fehlt – … (gesucht in /home/anna; …)"
+    Example: --db knowledge.db, started in $HOME -> "Index knowledge.db fehlt – … (gesucht in $HOME; …)"
     """
     try:
         core.open_index(settings)[0].close()
