@@ -27,7 +27,7 @@ from rag.doors import flags
 from rag.search import expand
 from rag.search import ranking as search
 
-from eval.measure import answerable, answers, factcheck, followups, injections, pii, retrieval, sections
+from eval.measure import answerable, answers, factcheck, followups, injections, judge, pii, retrieval, sections
 from eval.measure.answers import ANSWER_OUT, ANSWER_QUESTIONS
 from eval.measure.followups import FOLLOWUPS
 from eval.measure.injections import INJECTION_OUT, INJECTIONS
@@ -78,6 +78,10 @@ def add_check_flags(parser):
                              "(rag/answer/choose.py gegen bisher): je How-to-Zeile eines Antwort-Satzes richtig, unter "
                              "den Quellen überhaupt, mit „Siehe auch“; mehrere Sätze: --questions a,b --db a.db,b.db; "
                              "mit --tune die Gewichte per Raster über alle Sätze wählen; kein Antwortmodell nötig")
+    parser.add_argument("--judge", action="store_true",
+                        help="messen, wie das Antwortmodell die Finalisten einer How-to-Antwort beurteilt "
+                             "(rag/answer/judge.py): richtig gedruckt, fälschlich und richtig abgelehnt, Tokens, je "
+                             "Satz; --questions a,b --db a.db,b.db; mit --tune Schwelle und Finalisten über alle Sätze")
 
 
 def add_answer_flags(parser):
@@ -154,6 +158,8 @@ def main():
         return pii.run_pii(args)
     if args.sections:
         return sections.run_sections(args)
+    if args.judge:
+        return judge.run_judge(args)
     modes = retrieval.parse_modes(args.modes, "hybrid" if args.expand or args.followups else "hybrid,vector,lexical")
     items = retrieval.load_questions(args.questions)
     conn, meta, floor, reject = retrieval.open_index(args)

@@ -244,7 +244,7 @@ def prompt_for(question, retrieval, settings, question_kind, chat):
 def stream(question, retrieval, settings, result, shield):
     """Select the context, check that it answers the question, then ask for the answer; yields the
     prompt and answer events and fills `result` (an Answer)."""
-    from rag.answer import answerable
+    from rag.answer import answerable, judge
     from rag.models import llm  # imported here: --retrieve-only needs no HTTP library
     try:
         info = llm.server_info(settings.server, settings.api_key, settings.llm_model_name)
@@ -255,6 +255,12 @@ def stream(question, retrieval, settings, result, shield):
         limit = answerable.threshold(result.model) if settings.answer_threshold is None else settings.answer_threshold
         started = time.monotonic()  # first_token_s counts from here: the check is part of the wait
         read = result.timings.setdefault("read", [])  # prompt tokens each call read (llm.read_entry), expansions first
+        verbatim = result.kind == "howto" and settings.steps == "source"
+        section_limit = answerable.section_threshold(result.model) if limit else None
+        if verbatim and chat and section_limit:  # how-to: the model judges the section to be printed, nothing else
+            for kind, data in judge.verbatim(question, guarded, settings, result, shield, section_limit, read, started):
+                yield Event(kind, data)
+            return
         if chat and limit:  # no threshold measured for this model (or 0): no check
             yield Event("asking", "check")
             p = answerable.p_yes(settings.server, prefix, settings.api_key, settings.llm_model_name, read=read)

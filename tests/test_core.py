@@ -365,3 +365,27 @@ def test_a_fact_question_is_still_answered_by_the_model(procedure_settings):
 def checking_server():
     """A fake server with a chat template that says "ja" to the check (an answer request would fail the test)."""
     return FakeLlamaServer(template=GEMMA_TEMPLATE, answer=["FALSCH: das Modell schrieb die Schritte"], p_yes=0.9)
+
+
+# -- the model judges the section that will be printed (rag/answer/judge.py) ---------------------------------
+@pytest.mark.parametrize("p_yes", [0.9, 0.1])
+def test_with_a_section_threshold_the_check_reads_only_the_finalist_it_judges(procedure_settings, monkeypatch, p_yes):
+    from rag.answer import answerable
+    monkeypatch.setattr(answerable, "section_threshold", lambda model, path=None: 0.5)
+    procedure_settings.answer_threshold, procedure_settings.no_floor = 0.5, True
+    with checking_server() as server:
+        server.p_yes = p_yes
+        procedure_settings.server = server.url
+        events = list(core.ask("Wie lege ich mit cyradm eine Mailbox an?", procedure_settings))
+        checks, answers = server.checks(), server.completions()
+    done = events[-1].data
+    asked = [c["body"]["messages"][1]["content"] for c in checks]
+    assert answers == [] and all("<<<QUELLE [1]" in a and "<<<QUELLE [2]" not in a for a in asked)
+    assert done.answerable["on"] == "section" and [j["n"] for j in done.answerable["judged"]][0] == 1
+    if p_yes > 0.5:  # the first finalist is accepted: one check, its steps verbatim
+        assert len(checks) == 1 and done.answered_by == "source" and done.text.startswith("Laut Quelle [1]:")
+    else:  # no finalist is accepted: every one was asked, then the refusal and the runners-up
+        assert len(checks) == len(done.answerable["judged"]) >= 1 and done.answerable["refused"]
+        assert done.text == "Dazu habe ich keine Information." and "piece" not in [e.kind for e in events]
+    from fake_server import prompt_tokens
+    assert done.timings["read_before_first_token"] == sum(prompt_tokens(c["body"]) for c in checks)

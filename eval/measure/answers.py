@@ -14,11 +14,14 @@ import statistics
 import sys
 import tempfile
 from pathlib import Path
+from types import SimpleNamespace
 
 from rag import config
+from rag.answer import choose
 from rag.answer import prompt as answer_module
 from rag import store
 
+from eval.measure import retrieval
 from eval.measure.common import (ask_one, calibrate, contains_fact, fold, fresh_index, has_facts, load_jsonl,
                                  speed_line, spread, start_answer_server)
 
@@ -70,11 +73,42 @@ def judge_answer(item, out, seconds, error, texts=None):
            "read_before_first_token": timings.get("read_before_first_token"),  # prompt tokens read, cache left out
            "total_s": round(seconds, 3) if out.get("llm_called") else None,
            "sources": [s.get("path") for s in out.get("sources", [])], "facts": item["facts"]}
+    row.update(sections_shown(item, out))
+    row["pointer_only"] = pointer_only(out)
     if "unsupported" in out:
         row["unsupported"] = out["unsupported"]
     if out.get("guard"):  # what rag/answer/guard.py removed from the prompt, withheld or replaced
         row["guard"] = out["guard"]
     return score(row)
+
+
+def sections_shown(item, out):
+    """A how-to line's expected section ("source"): is it the printed one, or printed or a "Siehe auch" line?
+
+    Example: source "a.md › B", answer "Laut Quelle [2]:…", sources[1] a.md › A › B -> {"section_right": True, …}
+    """
+    if item.get("kind") != "howto" or not item.get("source"):
+        return {}
+    file, _, heading = item["source"].partition(" › ")
+    expected = [{"file": file, "heading": heading}]
+    sources = [SimpleNamespace(path=s.get("path"), heading=s.get("heading") or "") for s in out.get("sources", [])]
+    printed = [n for n in (out.get("citations") or {}).get("valid", []) if out.get("answered_by") == "source"]
+    near = printed + [e["n"] for e in out.get("see_also") or []]
+    hit = [n for n in near if 1 <= n <= len(sources) and retrieval.matches(sources[n - 1], expected)]
+    return {"section_right": bool(printed) and printed[0] in hit, "section_near": bool(hit)}
+
+
+def pointer_only(out):
+    """An answer that only says where the answer stands: every checked statement is "nur Verweis"
+    (rag/answer/support.py), or a verbatim section that only points elsewhere (rag/answer/choose.py is_pointer)."""
+    text = out.get("answer") or ""
+    if not text or is_refusal(text):
+        return False
+    statements = out.get("support") or []
+    if statements and all(s.get("verdict") == "nur Verweis" for s in statements):
+        return True
+    body = text.split("\n", 1)[1] if out.get("answered_by") == "source" and "\n" in text else ""
+    return bool(body) and choose.is_pointer(body)
 
 
 def cited_facts(facts, cited, texts):
@@ -152,6 +186,10 @@ def answer_summary(rows):
         summary[f"{kind}_asked_right"] = share([r for r in rows_of if r.get("asked_as") == kind],
                                                [r for r in rows_of if r.get("asked_as")])
     summary["fact_all"] = share([r for r in inside if r["fact"]], inside)
+    howto = [r for r in inside if r.get("kind") == "howto" and "section_right" in r]
+    summary["section_right"] = share([r for r in howto if r["section_right"]], howto)
+    summary["section_near"] = share([r for r in howto if r["section_near"]], howto)
+    summary["pointer_only"] = sum(1 for r in rows if r.get("pointer_only"))
     checked = [r for r in answered if "unsupported" in r]
     if checked:
         wrong = [r for r in checked if not r["in_wiki"] or not r["fact"]]
@@ -215,6 +253,10 @@ def print_answer_summary(s, model):
         if name.startswith(("erstes", "ganze")):
             goal_text = f"≤ {goal:.0f} s"
         print(f"| {name} | {shown} | {goal_text} | {'ja' if met else 'nein'} |")
+    if s.get("section_right") is not None:
+        print(f"How-to: richtiger Abschnitt gedruckt {percent(s['section_right'])}, gedruckt oder unter „Siehe auch“ "
+              f"{percent(s['section_near'])}")
+    print(f"Antworten, die nur auf eine andere Stelle verweisen: {s.get('pointer_only', 0)}")
     if s["fact_asked_right"] is not None:
         print(f"Fragetyp erkannt (rag/answer/context.py): Faktenfragen {percent(s['fact_asked_right'])}, "
               f"How-to-Fragen {percent(s['howto_asked_right'])}")

@@ -117,6 +117,12 @@ def threshold(model, path=None):
     return measured(path).get(model or "", {}).get("threshold", DEFAULT_THRESHOLD)
 
 
+def section_threshold(model, path=None):
+    """The threshold of the how-to check over one section (rag/answer/judge.py), measured per answer model by
+    `evaluate.py --judge --tune`; without one the check over the sources (threshold()) decides as before."""
+    return measured(path).get(model or "", {}).get("section_threshold")
+
+
 def store(model, entry, path=None):
     """Write the measured entry of one answer model into stored_path(path) (its other models stay); the path.
 

@@ -145,7 +145,9 @@ def show(path, number):
                                                             "statements": e["support"]})]
     if e.get("answerable"):
         a = e["answerable"]
-        lines.append(f"Prüfung:   beantwortbar? P(ja) {a['p_yes']} (Schwelle {a['threshold']})"
+        judged = ", ".join(f"[{j['n']}] {j['p_yes']}" for j in a.get("judged") or [])
+        lines.append(f"Prüfung:   beantwortbar? P(ja) {judged or a['p_yes']} (Schwelle {a['threshold']}"
+                     + (", je Abschnitt)" if judged else ")")
                      + (" – abgelehnt" if a["refused"] else ""))
     if e.get("grounding"):
         g = e["grounding"]

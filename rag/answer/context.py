@@ -28,7 +28,7 @@ kept only as its source's best unit), lists nested in tables, headings inside a 
 import re
 from collections import namedtuple
 
-from rag.text import german, sentences
+from rag.text import german, pointers, sentences
 
 BUDGET = 1600  # characters of source text in the prompt, all sources together (~480 tokens)
 FIRST_SHARE = 0.45  # the first source may use this share of BUDGET; the others share the rest
@@ -186,7 +186,8 @@ def shorten(source, terms, weights, vocab, budget):
     parts = units(source.content)
     if not parts:
         return source.content
-    scored = [(score(u.text, terms, weights, vocab), i) for i, u in enumerate(parts)]
+    scored = [(0.0 if pointers.is_pointer(u.text) else score(u.text, terms, weights, vocab), i)  # a pointer says
+              for i, u in enumerate(parts)]  # where, not what: its words do not make it the source's best unit
     top = max(s for s, _ in scored)
     ranked = sorted(scored, key=lambda t: (-t[0], t[1]))  # best first, ties by position
     keep, used = set(), 0

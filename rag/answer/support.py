@@ -18,6 +18,7 @@ cited wrongly or not at all gets the [n] of its best supporting source (rewrite(
     anderes Zitat   it cites [n], but only other sources support it
     ohne Zitat      it cites nothing, a source supports it
     nicht gestützt  no source supports it (like an unsupported number in the fact check)
+    nur Verweis     it only says where the answer stands ("steht in § 7", rag/text/pointers.py): never supported
 The evidence is the best supporting unit of each statement, verbatim, in the order of the answer,
 each unit once, at most EVIDENCE_MAX, leaving out units the answer copied word for word (unless
 that leaves none); the model never writes it.
@@ -32,7 +33,7 @@ import re
 from rag.answer import context
 from rag.answer import factcheck
 from rag.answer.prompt import CITATION, NO_INFO
-from rag.text import german, sentences
+from rag.text import german, pointers, sentences
 
 SUPPORT = 0.5  # share of a statement's words one unit must hold to support it
 MIN_WORDS = 2  # statements with fewer content words ("Laut Quelle [2]:") are not checked
@@ -180,7 +181,9 @@ def check(answer, sources, vocab=frozenset(), correct=False):
         scored = [(best_unit(text, rows, weight, facts), n) for n, rows in enumerate(units, start=1)]
         supported = [n for (share, _), n in scored if share >= SUPPORT]
         (share, unit), best = max(scored, key=lambda t: (t[0][0], -t[1])) if scored else ((0.0, ""), None)
-        if any(n in supported for n in cited):
+        if pointers.is_pointer(text):  # it says where the answer stands, not what it is: never "gestützt"
+            verdict, supported, share = "nur Verweis", [], 0.0
+        elif any(n in supported for n in cited):
             verdict, best = "gestützt", max((t for t in scored if t[1] in cited and t[1] in supported),
                                             key=lambda t: t[0][0])[1]
             share, unit = scored[best - 1][0]
@@ -326,6 +329,8 @@ def describe(result):
         elif s["verdict"] == "ohne Zitat":
             lines.append(f"Ohne Zitat: „{s['text']}“ – gestützt von {by}"
                          + (f"; in der Antwort [{s['best']}] ergänzt" if fixed else ""))
+        elif s["verdict"] == "nur Verweis":
+            lines.append(f"Nur ein Verweis: „{s['text']}“ – sagt, wo die Antwort steht, nicht was sie ist")
         elif s["verdict"] == "nicht gestützt":
             lines.append(f"Nicht gestützt: „{s['text']}“ – steht so in keiner Quelle")
     return lines

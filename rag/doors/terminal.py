@@ -157,10 +157,19 @@ def print_sources(result, citations, out):
         print("Zitate: " + prompt.describe_citations(citations), file=out)
 
 
+def judged_line(answerable):
+    """Example: {"judged": [{"n": 2, "p_yes": 0.12}, {"n": 1, "p_yes": 0.91}]} -> "[2] P(ja) 0.12, [1] P(ja) 0.91" """
+    return ", ".join(f"[{j['n']}] P(ja) " + ("–" if j["p_yes"] is None else f"{j['p_yes']:.2f}")
+                     for j in answerable["judged"])
+
+
 def print_answer(done, out):
     """After the stream: the refusal line (no model asked), the sources, the checks."""
     if done.text is not None and not done.llm_called:
         print(done.text + "  (kein LLM-Aufruf: zu wenig Belege im Wiki; die nächsten Kandidaten:)", file=out)
+    elif done.answerable and done.answerable["refused"] and done.answerable.get("judged"):
+        print(f"{done.text}  (das Antwortmodell sieht die Frage in keinem geprüften Abschnitt beantwortet: "
+              f"{judged_line(done.answerable)} < {done.answerable['threshold']}; die Kandidaten:)", file=out)
     elif done.answerable and done.answerable["refused"]:
         print(f"{done.text}  (das Antwortmodell sieht die Frage in den Quellen nicht beantwortet: "
               f"P(ja) {done.answerable['p_yes']:.2f} < {done.answerable['threshold']}; die Kandidaten:)", file=out)
@@ -169,7 +178,8 @@ def print_answer(done, out):
         print(f"→ {done.text}  (zurückgezogen: {', '.join(g['facts'])} steht nur in Stellen, die kaum von der Frage "
               f"handeln – Anteil der Fragewörter {g['coverage']:.2f} < {g['needed']}; die Kandidaten:)", file=out)
     elif done.answered_by == "source":
-        print("(Schritte wörtlich aus der Quelle übernommen, nicht vom Modell geschrieben)", file=out)
+        judged = f"; geprüft: {judged_line(done.answerable)}" if done.answerable and done.answerable.get("judged") else ""
+        print(f"(Schritte wörtlich aus der Quelle übernommen, nicht vom Modell geschrieben{judged})", file=out)
     if not done.retrieval.sources:
         print("Keine passenden Stellen im Wiki gefunden.", file=out)
         return
