@@ -206,9 +206,9 @@ def show(path, number):
               f"Prompt:    sha256 {e.get('prompt_sha256')}",
               "Quellen:"]
     for n, chunk in enumerate(e.get("chunks", []), start=1):
-        where = f"{chunk['path']} › {chunk['heading']}" if chunk["heading"] else chunk["path"]
+        where = f"{chunk['path']} › {chunk['heading']}" if chunk.get("heading") else chunk["path"]  # forgotten: none
         flags = f", ⚠ {', '.join(chunk['flags'])}" if chunk.get("flags") else ""
-        lines.append(f"  [{n}] {where} (Chunk {chunk['chunk_index']}, sha256 {chunk['sha256'][:12]}…{flags})")
+        lines.append(f"  [{n}] {where} (Chunk {chunk.get('chunk_index')}, sha256 {chunk['sha256'][:12]}…{flags})")
     lines += [f"Antwort:   {e.get('answer')}",
               f"Zitate:    {describe_citations(e['citations']) if e.get('citations') else 'kein LLM-Aufruf'}"]
     if e.get("support") is not None:  # evidence and supported citations (rag/answer/support.py)
