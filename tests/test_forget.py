@@ -206,6 +206,7 @@ def test_a_removed_page_leaves_no_bytes_in_the_sqlite_file_on_the_next_run(tmp_p
     assert held(tmp_path) == {}  # secure_delete, FTS5 merged, the WAL truncated: without --forget (no audit log)
 
 
+@pytest.mark.parametrize("stores", ["sqlite"], indirect=True)
 def test_vacuum_shrinks_the_file_and_keeps_the_rows(canary, tmp_path):
     wiki, env, clean = canary
     ok(build(wiki, env, "--forget", CANARY_PATH, "--vacuum"))
