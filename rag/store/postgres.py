@@ -205,7 +205,7 @@ class PostgresStore:
 
     def scrub(self, vacuum):
         """After deletions, the bytes too (rag/store/postgres_erase.py): VACUUM FULL, or plain VACUUM."""
-        postgres_erase.scrub(self.conn, full=vacuum)
+        postgres_erase.scrub(self.conn, full=vacuum, memory=BUILD_MEMORY)
         return 0
 
     def raw_files(self):

@@ -4,8 +4,9 @@
     raw_files(conn, "rag")           -> ["/var/lib/postgresql/18/main/base/16384/16402", …]  ([] without the right)
     leftovers(conn, ["Quarkbrot"])   -> {"docs": 2}   (rows whose text holds a needle; {} after forgetting)
 
-Plain VACUUM marks a deleted row's space free but leaves its bytes in the page until a new row lands
-there; GIN keeps a lexeme's entry even when no row has it any more. VACUUM FULL writes every table, its
+Measured on PostgreSQL 18 (docs/vergessen.md): after plain VACUUM the heap no longer held a deleted row's
+text, but the GIN index still held its lexemes (GIN keeps an entry even when no row has it any more), and
+the WAL held it too. VACUUM FULL writes every table, its
 TOAST and all its indexes (GIN, HNSW) into new files and drops the old ones (docs/vergessen.md: the cost).
 
 Does not handle: the WAL (pg_wal), WAL archives, replicas and base backups: they keep the bytes until the
@@ -33,10 +34,14 @@ def like_escape(text):
     return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
-def scrub(conn, full=True):
-    """full: VACUUM FULL (new files, the old ones gone); else plain VACUUM (bytes stay until overwritten).
-    Then CHECKPOINT, so the new files are on disk when they are searched (needs superuser or pg_checkpoint)."""
+def scrub(conn, full=True, memory="2GB"):
+    """full: VACUUM FULL (new files, the old ones gone; `memory` for rebuilding the HNSW graph, else it crawls);
+    else plain VACUUM (GIN keeps the lexemes). Then CHECKPOINT, so the new files are on disk when they are
+    searched (needs superuser or pg_checkpoint)."""
+    if full:
+        conn.execute(f"SET maintenance_work_mem = '{memory}'")
     conn.execute(f"VACUUM {'FULL ' if full else ''}{', '.join(SCRUBBED)}")
+    conn.execute("RESET maintenance_work_mem")
     try:
         conn.execute("CHECKPOINT")
     except psycopg_module().Error:
