@@ -9,7 +9,8 @@ each, an HNSW index on PostgreSQL), an audit log of AUDIT_LINES lines beside it,
 Each run is build_index.py --forget seite0.md as a reader starts it (one process, wall clock), and prints
 its receipt's check. The database is built anew for each run.
 
-Does not handle: real texts (the cost is the tables' size, not the words), a warm page cache.
+Does not handle: real texts (the cost is the tables' size, not the words: the receipt counts 0 search words,
+and 0 vectors, because the synthetic rows' hashes are not those of their text), a warm page cache.
 """
 import argparse
 import json
@@ -61,23 +62,36 @@ def main():
     parser = argparse.ArgumentParser(description="Kosten von build_index.py --forget messen.")
     parser.add_argument("--sizes", default="202,20000", help="Chunks im Index, mit Komma getrennt")
     parser.add_argument("--postgres", help="DSN einer leeren PostgreSQL-Datenbank (sonst SQLite)")
+    parser.add_argument("--json", action="store_true", help="genau ein JSON-Objekt ausgeben")
     args = parser.parse_args()
+    rows = []
     for n in [int(x) for x in args.sizes.split(",")]:
-        matrix = vectors(n)
         for extra in ([()] if args.postgres else [(), ("--vacuum",)]):
-            with tempfile.TemporaryDirectory() as folder:
-                work = Path(folder)
-                db = args.postgres or str(work / "k.db")
-                built = time.monotonic()
-                scale.build_postgres(db, matrix) if args.postgres else scale.build_sqlite(work / "k.db", matrix)
-                built = time.monotonic() - built
-                write_audit(work / "k.audit.jsonl")
-                size = os.path.getsize(db) if not args.postgres else 0
-                seconds, receipt = forget(db, work, *extra)
-                after = os.path.getsize(db) if not args.postgres else 0
-                store = "PostgreSQL" if args.postgres else "SQLite" + (" + VACUUM" if extra else "")
-                print(f"{n:>7} Chunks · {store:<16} · --forget {seconds:6.2f} s · Datei {size / 1e6:.1f} → "
-                      f"{after / 1e6:.1f} MB · (Aufbau {built:.1f} s)\n        {receipt}", flush=True)
+            rows.append(measure(n, args.postgres, extra))
+            if not args.json:
+                r = rows[-1]
+                print(f"{n:>7} Chunks · {r['store']:<16} · --forget {r['seconds']:6.2f} s · Datei {r['mb_before']:.1f} → "
+                      f"{r['mb_after']:.1f} MB · (Aufbau {r['build_s']:.1f} s)\n        {r['receipt']}", flush=True)
+    if args.json:
+        print(json.dumps({"command": "python3 bench/forget_cost.py " + " ".join(sys.argv[1:]), "rows": rows},
+                         ensure_ascii=False))
+
+
+def measure(n, dsn, extra):
+    """One fresh index of n chunks, one --forget: its seconds, the file's size before and after, the receipt line."""
+    with tempfile.TemporaryDirectory() as folder:
+        work = Path(folder)
+        db = dsn or str(work / "k.db")
+        built = time.monotonic()
+        scale.build_postgres(db, vectors(n)) if dsn else scale.build_sqlite(work / "k.db", vectors(n))
+        built = time.monotonic() - built
+        write_audit(work / "k.audit.jsonl")
+        size = 0 if dsn else os.path.getsize(db)
+        seconds, receipt = forget(db, work, *extra)
+        return {"chunks": n, "store": "PostgreSQL" if dsn else "SQLite" + (" + VACUUM" if extra else ""),
+                "seconds": round(seconds, 2), "build_s": round(built, 1), "mb_before": round(size / 1e6, 1),
+                "mb_after": round((0 if dsn else os.path.getsize(db)) / 1e6, 1),
+                "receipt": receipt.split(" → ")[0]}
 
 
 if __name__ == "__main__":

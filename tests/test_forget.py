@@ -16,6 +16,7 @@ import requests
 
 from conftest import SMALL_WIKI, run_script, write_wiki
 from fake_server import FakeLlamaServer
+from rag import store
 from rag.answer import audit
 from rag.doors import forget
 from rag.store import proof, sqlite_file
@@ -116,6 +117,11 @@ def canary(tmp_path, store_env, stores):
             env = {**store_env, "LLAMA_SERVER_URL": server.url, "RAG_TOP_K": "1"}
             ok(run_script("ask_rag.py", question, env=env, timeout=60))
     assert held(tmp_path)  # the canary is in the files before
+    if stores.kind == "postgres":  # its rows written out of the server's buffers into the relation files
+        import psycopg
+        with psycopg.connect(store_env["RAG_DB"], autocommit=True) as conn:
+            conn.execute("CHECKPOINT")
+        assert postgres_left(stores, store_env["RAG_DB"])[2]
     (wiki / CANARY_PATH).unlink()
     clean = stores.new("clean")
     clean_wiki = write_wiki(tmp_path / "clean-wiki", SMALL_WIKI)
@@ -175,6 +181,22 @@ def test_forget_leaves_no_byte_of_the_canary_and_prints_a_receipt(canary, stores
     assert (receipt["paths"], receipt["chunks"], receipt["audit_lines"]) == ([CANARY_PATH], 2, 1)
     assert receipt["check"]["hits"] == {} and receipt["check"]["rows"] == {} and receipt["check"]["needles"] >= 8
     assert audit_lines(env)[1]["question"] == "Wie starte ich das VPN?"  # a line without the canary stays
+
+
+def test_the_check_finds_the_canary_before_it_is_forgotten(canary, stores):
+    index = store.open_store(canary[1]["RAG_DB"])
+    try:
+        rows, files = index.leftovers(["Zwetschgenhain", "50%_x"]), index.raw_files()
+    finally:
+        index.close()
+    assert rows["docs"] == 2 and set(rows) <= {"docs", "fts", "meta", "vocab"}  # "50%_x" matches nothing
+    assert files and any(proof.scan(files, ["Zwetschgenhain", "zwetschgenhain"]).values())
+
+
+def test_forget_on_a_missing_index_is_one_line_and_creates_nothing(tmp_path, fake_embedding):
+    result = build(tmp_path, fake_embedding, "--forget", CANARY_PATH)
+    assert result.returncode == 1 and result.stderr.startswith("Fehler: Index ") and "Traceback" not in result.stderr
+    assert not os.path.exists(fake_embedding["RAG_DB"])
 
 
 def test_forget_refuses_a_page_still_in_the_wiki(canary, tmp_path):

@@ -118,6 +118,7 @@ def run(args):
     """The five steps; returns the exit code (1: the proof found a string of the page)."""
     args.audit_path = args.audit or audit.default_path(args.db)
     file = log_path(args) + ".offen"  # the pending file of steps 1–4
+    store.open_store(args.db).close()  # it must exist (StoreError: one German line); a writer would create it
     index = store.open_store(args.db, create=True)  # the writer lock: no build_index.py runs meanwhile
     try:
         pending = json.loads(Path(file).read_text(encoding="utf-8")) if os.path.exists(file) else None
