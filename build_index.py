@@ -86,7 +86,7 @@ def parse_flags():
         description="Baut den Suchindex (knowledge.db) aus den Seiten des Wikis (Markdown, Text, PDF, HTML, .docx).",
         epilog="Umgebungsvariablen: RAG_WIKI, RAG_DB, LLAMA_EMBEDDING, RAG_EMBED_MODEL, RAG_EMBED_BATCH, "
                "RAG_EMBED_THREADS, RAG_EMBED_TIMEOUT, RAG_EMBED_VIA, RAG_EMBED_URL, RAG_EMBED_MODEL_NAME, "
-               "RAG_API_KEY, RAG_PDFTOTEXT, RAG_PII_KINDS und RAG_PII_KEEP (für die Meldung personenbezogener Daten), "
+               "RAG_API_KEY, RAG_PDFTOTEXT, RAG_AUDIT und RAG_FORGET_LOG (für --forget), RAG_PII_KINDS und RAG_PII_KEEP (für die Meldung personenbezogener Daten), "
                "RAG_CACHE (Ort des Setups).")
     parser.add_argument("--wiki", default=config.env_str("RAG_WIKI", "wiki"),
                         help="Ordner mit den Seiten (RAG_WIKI, Standard: wiki)")
