@@ -3,6 +3,7 @@
 
     python3 build_index.py                 # wiki/ -> knowledge.db, only what changed
     python3 build_index.py --rebuild       # from scratch (e.g. after changing the model)
+    python3 build_index.py --forget a.md   # a deleted page out of the index, its files and the audit log, with proof
 
 Steps, in the order of the post, each one call into rag/ingest/:
   1. read     wiki/**/*.md and *.txt, PDF, HTML and Word (.docx) as Markdown (rag/ingest/formats/), front
@@ -27,7 +28,7 @@ from pathlib import Path
 
 from rag import config
 from rag import store
-from rag.doors import flags
+from rag.doors import flags, forget
 from rag.ingest import chunking, embed_chunks, formats, indexing, pages, report, watch
 
 
@@ -62,6 +63,8 @@ def build(args):
         gone = indexing.forget_gone(index, known, present)  # after the adds: a moved page reuses its vectors
         stats["removed"] = len(gone)
         indexing.refresh_search(index)
+        if gone:  # the removed pages' bytes too: FTS5 merged, plain VACUUM (docs/vergessen.md)
+            index.scrub(vacuum=False)
         report.report(index, written)
         count, dim = index.count(), index.meta().get("dim")
         index.finish(ann=args.ann)
@@ -83,7 +86,7 @@ def parse_flags():
         description="Baut den Suchindex (knowledge.db) aus den Seiten des Wikis (Markdown, Text, PDF, HTML, .docx).",
         epilog="Umgebungsvariablen: RAG_WIKI, RAG_DB, LLAMA_EMBEDDING, RAG_EMBED_MODEL, RAG_EMBED_BATCH, "
                "RAG_EMBED_THREADS, RAG_EMBED_TIMEOUT, RAG_EMBED_VIA, RAG_EMBED_URL, RAG_EMBED_MODEL_NAME, "
-               "RAG_API_KEY, RAG_PDFTOTEXT, RAG_PII_KINDS und RAG_PII_KEEP (für die Meldung personenbezogener Daten), "
+               "RAG_API_KEY, RAG_PDFTOTEXT, RAG_AUDIT und RAG_FORGET_LOG (für --forget), RAG_PII_KINDS und RAG_PII_KEEP (für die Meldung personenbezogener Daten), "
                "RAG_CACHE (Ort des Setups).")
     parser.add_argument("--wiki", default=config.env_str("RAG_WIKI", "wiki"),
                         help="Ordner mit den Seiten (RAG_WIKI, Standard: wiki)")
@@ -110,6 +113,7 @@ def parse_flags():
     parser.add_argument("--ann", action="store_true",
                         help=f"PostgreSQL: HNSW-Index für die Vektorsuche jetzt anlegen (sonst ab "
                              f"{store.ANN_MIN_CHUNKS:,} Chunks von selbst)".replace(",", "."))
+    forget.add_flags(parser)  # --forget PATH, --vacuum, --audit, --forget-log (rag/doors/forget.py)
     parser.add_argument("--watch", action="store_true",
                         help="weiterlaufen und geänderte Seiten neu indexieren (Strg-C beendet)")
     parser.add_argument("--interval", type=float, default=interval,
@@ -135,6 +139,8 @@ def main():
     args.watching = False
     check_flags(args)
     try:
+        if args.forget:  # no embedder needed: nothing is embedded
+            raise SystemExit(forget.run(args))
         indexing.check_setup(args)
         watch.watch(args, build) if args.watch else build(args)
     except KeyboardInterrupt:

@@ -6,7 +6,10 @@
 Each entry holds the chunks' content hashes and the prompt's hash: even after the wiki changed,
 `sha256(content)` of a chunk tells whether the answer rested on today's text.
 
-Does not handle: rotation, locking between several writers (lines are appended in one write).
+redact() takes a forgotten page out of the log (build_index.py --forget): its lines keep time and hashes.
+
+Does not handle: rotation, locking between several writers (lines are appended in one write), the disk
+blocks of the log's old copy (the filesystem frees them; docs/vergessen.md).
 """
 import hashlib
 import json
@@ -50,6 +53,75 @@ def append(path, entry):
     line = json.dumps(entry, ensure_ascii=False, sort_keys=True) + "\n"
     with open(path, "a", encoding="utf-8") as f:
         f.write(line)
+
+
+FORGOTTEN = "[vergessen]"  # what a forgotten page's audit line shows instead of its question and answer
+KEPT = ("time", "server", "model", "embed_model", "mode", "strategy", "under", "llm_called", "kind",
+        "prompt_sha256", "timings")  # what a redacted line keeps besides its chunks: no text of any page
+REDACT_TRIES = 5  # rereads when ask_rag.py appends a line while the log is rewritten
+
+
+def redacted(entry, hashes, paths, when):
+    """The line without the text of the forgotten chunks, or None when it used none of them. It keeps its
+    time, its chunks' paths, indexes and hashes, and the fields of KEPT; question and answer become FORGOTTEN.
+
+    Example: {"time": "T", "question": "Wer ist Kunde?", "chunks": [{"path": "k.md", "sha256": "ab", …}], …}
+             with paths {"k.md"} -> {"time": "T", "question": "[vergessen]", "answer": "[vergessen]",
+             "chunks": [{"path": "k.md", "chunk_index": 0, "sha256": "ab"}], "forgotten": when}
+    """
+    chunks = entry.get("chunks") or []
+    if not any(c.get("sha256") in hashes or c.get("path") in paths for c in chunks):
+        return None
+    return {**{k: entry[k] for k in KEPT if k in entry}, "question": FORGOTTEN, "answer": FORGOTTEN,
+            "chunks": [{k: c[k] for k in ("path", "chunk_index", "sha256") if k in c} for c in chunks],
+            "forgotten": entry.get("forgotten", when)}
+
+
+def redact(path, hashes, paths):
+    """Rewrite the audit log with every line that used a forgotten chunk (by content hash or page path)
+    redacted; the count and order of lines stay. Written beside it and renamed over it, so a crash leaves
+    the old log or the new one; a line appended meanwhile (ask_rag.py) makes it read again. Returns the
+    number of lines redacted now (0 without a log)."""
+    when = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    for _ in range(REDACT_TRIES):
+        if not os.path.exists(path):
+            return 0
+        with open(path, encoding="utf-8") as f:
+            text, size = f.read(), os.fstat(f.fileno()).st_size
+        old = text.splitlines(keepends=True)
+        lines = [redacted_line(line, set(hashes), set(paths), when) for line in old]
+        changed = sum(new != line for new, line in zip(lines, old))
+        if not changed:
+            return 0
+        if replace_file(path, "".join(lines), size):
+            return changed
+    raise OSError(f"{path} wächst ständig")
+
+
+def redacted_line(line, hashes, paths, when):
+    """One line of the log, redacted when it used a forgotten chunk; the same object when not."""
+    try:
+        old = json.loads(line) if line.strip() else None
+    except ValueError:
+        return line  # a broken line stays as it is (read() names it)
+    new = redacted(old, hashes, paths, when) if isinstance(old, dict) else None
+    return line if new is None or new == old else json.dumps(new, ensure_ascii=False, sort_keys=True) + "\n"
+
+
+def replace_file(path, text, size):
+    """Write `text` beside `path`, flush it to disk, and rename it over `path` (with the old file's mode),
+    unless `path` is no longer `size` bytes long (then False: someone appended a line)."""
+    temporary = path + ".neu"
+    with open(temporary, "w", encoding="utf-8") as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
+    os.chmod(temporary, os.stat(path).st_mode & 0o777)
+    if os.path.getsize(path) != size:
+        os.unlink(temporary)
+        return False
+    os.replace(temporary, path)
+    return True
 
 
 def read(path):
@@ -134,9 +206,9 @@ def show(path, number):
               f"Prompt:    sha256 {e.get('prompt_sha256')}",
               "Quellen:"]
     for n, chunk in enumerate(e.get("chunks", []), start=1):
-        where = f"{chunk['path']} › {chunk['heading']}" if chunk["heading"] else chunk["path"]
+        where = f"{chunk['path']} › {chunk['heading']}" if chunk.get("heading") else chunk["path"]  # forgotten: none
         flags = f", ⚠ {', '.join(chunk['flags'])}" if chunk.get("flags") else ""
-        lines.append(f"  [{n}] {where} (Chunk {chunk['chunk_index']}, sha256 {chunk['sha256'][:12]}…{flags})")
+        lines.append(f"  [{n}] {where} (Chunk {chunk.get('chunk_index')}, sha256 {chunk['sha256'][:12]}…{flags})")
     lines += [f"Antwort:   {e.get('answer')}",
               f"Zitate:    {describe_citations(e['citations']) if e.get('citations') else 'kein LLM-Aufruf'}"]
     if e.get("support") is not None:  # evidence and supported citations (rag/answer/support.py)

@@ -62,6 +62,9 @@ class Store(Protocol):
     def replace_search(self, vocab, rows, **meta) -> None: """New vocabulary and search text, one transaction."""
     def flagged(self) -> list: """[(path, heading, flags JSON)] of chunks with flags."""
     def page_contents(self, path) -> list: """The contents of one page's chunks, in order."""
+    def scrub(self, vacuum) -> int: """After deletions the bytes too (secure delete, merges, WAL); the WAL bytes left."""
+    def raw_files(self) -> list: """The files that hold the index's bytes, where this process can read them."""
+    def leftovers(self, needles) -> dict: """{table: live rows whose text holds any of these strings}."""
     def finish(self, ann=None) -> None: """End of an index run (--rebuild: the new index takes the old one's place)."""
     def close(self) -> None: """Close, and release the writer lock."""
 

@@ -29,6 +29,7 @@ import math
 import operator
 import sys
 
+from rag.store import postgres_erase
 from rag.store import vectors
 from rag.store.base import ANN_MIN_CHUNKS, LOCK_WAIT, Row, StoreError, busy_message, wait_for
 from rag.store.postgres_setup import TABLES, connect, describe, ensure_extension, masked, psycopg_module
@@ -201,6 +202,17 @@ class PostgresStore:
         with self.conn.transaction():
             self.remove(path)
             self.set_meta(vocab_dirty=1)
+
+    def scrub(self, vacuum):
+        """After deletions, the bytes too (rag/store/postgres_erase.py): VACUUM FULL, or plain VACUUM."""
+        postgres_erase.scrub(self.conn, full=vacuum, memory=BUILD_MEMORY)
+        return 0
+
+    def raw_files(self):
+        return postgres_erase.raw_files(self.conn, self.schema)
+
+    def leftovers(self, needles):
+        return postgres_erase.leftovers(self.conn, needles)
 
     def texts(self):
         return self.conn.execute("SELECT id, heading, content FROM docs ORDER BY id").fetchall()

@@ -14,11 +14,16 @@ import fcntl
 import json
 import os
 import sqlite3
+import time
 
 from rag.store import vectors
 from rag.store.base import LOCK_WAIT, Row, StoreError, busy_message, wait_for
 from rag.store.sqlite_file import (connect, delete_page, fts_available, insert_chunk, load_vocab,
                                    read_meta, write_meta)
+
+CHECKPOINT_TRIES = 25  # 0.2 s apart: a reader (ask_rag.py --serve) finishing its question frees the WAL
+LEFTOVER_COLUMNS = [("docs", "heading || ' ' || content || ' ' || path"), ("fts", "heading || ' ' || body"),
+                    ("vocab", "word"), ("meta", "value"), ("pages", "path")]
 
 
 def as_store(index):
@@ -111,6 +116,45 @@ class SQLiteStore:
         with self.conn:
             delete_page(self.conn, path)
             write_meta(self.conn, vocab_dirty=1)
+
+    def scrub(self, vacuum):
+        """After deletions, the bytes too: FTS5 merges its segments into one (a deleted row's terms stay in old
+        segments until then), vacuum rewrites the file without free pages (its temporary copy in memory), and
+        the WAL goes into the file and is truncated to 0 bytes. Returns the WAL's size left (> 0: a reader
+        held it through every try). secure_delete (sqlite_file.connect) has zeroed the deleted rows already."""
+        if self.has_lexical():
+            with self.conn:
+                self.conn.execute("INSERT INTO fts (fts) VALUES ('optimize')")
+        if vacuum:
+            self.conn.execute("PRAGMA temp_store=MEMORY")
+            self.conn.execute("VACUUM")
+        return self.checkpoint()
+
+    def checkpoint(self, tries=CHECKPOINT_TRIES):
+        """WAL into the file, the WAL truncated; retried while a reader holds an older snapshot."""
+        wal = self.target + "-wal"
+        for attempt in range(tries):
+            busy, _, _ = self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+            if not busy:
+                break
+            time.sleep(0.2)
+        return os.path.getsize(wal) if os.path.exists(wal) else 0
+
+    def raw_files(self):
+        """The files that hold the index's bytes: the database, its WAL and shared-memory file."""
+        return [p for p in (self.target, self.target + "-wal", self.target + "-shm") if os.path.exists(p)]
+
+    def leftovers(self, needles):
+        """{table: rows whose text holds any needle} through SQL, the live rows only (the files: raw_files)."""
+        found = {}
+        for table, column in LEFTOVER_COLUMNS:
+            if table == "fts" and not self.has_lexical():
+                continue
+            hits = sum(self.conn.execute(f"SELECT COUNT(*) FROM {table} WHERE instr({column}, ?) > 0",
+                                         (n,)).fetchone()[0] for n in needles)
+            if hits:
+                found[table] = hits
+        return found
 
     def texts(self):
         return self.conn.execute("SELECT id, heading, content FROM docs ORDER BY id").fetchall()

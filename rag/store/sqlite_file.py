@@ -50,6 +50,7 @@ CREATE INDEX IF NOT EXISTS docs_hash ON docs (content_hash);
 CREATE TABLE IF NOT EXISTS pages (path TEXT PRIMARY KEY, file_hash TEXT NOT NULL, chunks INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS vocab (word TEXT PRIMARY KEY) WITHOUT ROWID;
 """ + VECTOR_SCHEMA
+FTS5_SECURE_DELETE = (3, 44, 0)  # FTS5's 'secure-delete' option exists from this SQLite on; older: optimize
 FTS_SCHEMA = "CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(heading, body, tokenize = 'unicode61 remove_diacritics 0')"
 
 
@@ -74,6 +75,7 @@ def connect(path, create=False):
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("PRAGMA synchronous=NORMAL")
         conn.execute("PRAGMA busy_timeout=30000")
+        conn.execute("PRAGMA secure_delete=ON")  # deleted rows are overwritten with zeros (SQLite's default: off)
         tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
     except sqlite3.DatabaseError as exc:
         raise StoreError(f"{path} ist keine gültige Index-Datenbank ({exc}) – neu bauen mit: "
@@ -84,6 +86,8 @@ def connect(path, create=False):
         conn.executescript(SCHEMA)
         if has_fts5():
             conn.execute(FTS_SCHEMA)
+            if sqlite3.sqlite_version_info >= FTS5_SECURE_DELETE:  # a deleted row's terms leave the segments at once
+                conn.execute("INSERT INTO fts (fts, rank) VALUES ('secure-delete', 1)")
         conn.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
         conn.commit()
     version = read_meta(conn).get("schema_version")
