@@ -5,8 +5,9 @@
     python3 build_index.py --rebuild       # from scratch (e.g. after changing the model)
 
 Steps, in the order of the post, each one call into rag/ingest/:
-  1. read     wiki/**/*.md and *.txt, PDF, HTML and Word (.docx) as Markdown (rag/ingest/formats/), front
-              matter stripped, hidden text dropped with a warning; only pages whose bytes changed (pages.py)
+  1. read     wiki/**/*.md and *.txt, PDF (scans by OCR), HTML, Office files, images and e-mails as Markdown
+              (rag/ingest/formats/), front matter stripped, hidden text dropped with a warning; only pages
+              whose bytes changed (pages.py)
   2. chunk    at paragraph boundaries up to MAX_CHARS, each chunk under its heading path (chunking.py)
   3. embed    many chunks per call: a llama-server --embeddings started for the run (--embed-via spawn),
               llama-embedding processes as in the post (binary) or a running OpenAI-compatible endpoint
@@ -17,7 +18,7 @@ Incremental: unchanged pages are skipped, a chunk already in the index reuses it
 crash leaves every page entirely old or entirely new; the next run finishes the job. Bad input
 never stops the run: an unusable file is skipped with one German warning naming it.
 
-Does not handle: formats other than Markdown, plain text, PDF, HTML and .docx (no OCR of scans),
+Does not handle: formats other than those of rag/ingest/formats/ (no .doc/.xls/.ppt, no Outlook .msg),
 setext headings (underlined with ===). A second writer waits for the first (rag/store/), it never interleaves.
 """
 import argparse

@@ -205,6 +205,18 @@ def png_bytes(lines, dpi=SCAN_DPI):
     return done.stdout
 
 
+def char_accuracy(truth, read):
+    """1 - (Levenshtein distance / characters of the truth), whitespace folded. Example: ("abc", "abd") -> 0.667"""
+    a, b = " ".join(truth.split()), " ".join(read.split())
+    previous = list(range(len(b) + 1))
+    for i, x in enumerate(a, 1):
+        current = [i]
+        for j, y in enumerate(b, 1):
+            current.append(min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (x != y)))
+        previous = current
+    return 1 - previous[-1] / max(1, len(a))
+
+
 def scan_pdf(pages, dpi=SCAN_DPI):
     """A PDF whose pages are images: each page is a list of lines (rendered and scanned) or ("text", lines),
     a page that keeps its text layer (a mixed PDF). Example: scan_pdf([["Seite eins"]]) -> b"%PDF-1.4 …"
@@ -228,3 +240,71 @@ def scan_pdf(pages, dpi=SCAN_DPI):
         kids.append(len(objects))
     objects[1] = b"<< /Type /Pages /Kids [%s] /Count %d >>" % (b" ".join(b"%d 0 R" % k for k in kids), len(kids))
     return sample.pdf_file(objects)
+
+
+# -- the test set ----------------------------------------------------------------------------------
+FIRST = ["Anna", "Bernd", "Carla", "Dieter", "Elif", "Frank", "Greta", "Hakan", "Ines", "Jonas", "Katrin", "Lukas",
+         "Mara", "Nils", "Olga", "Paul", "Rita", "Sven", "Tanja", "Uwe"]
+LAST = ["Albers", "Brandt", "Claußen", "Dreyer", "Ehlers", "Fuchs", "Grote", "Hinrichs", "Jansen", "Kröger",
+        "Lüders", "Meyer", "Nissen", "Ohlsen", "Petersen", "Quast", "Rohde", "Schütt", "Thiele", "Vogt",
+        "Wendt", "Ziegler", "Bruns", "Harms", "Lange", "Martens", "Peters", "Stoltenberg", "Timm", "Wulff",
+        "Böhm", "Carstens", "Dittmer", "Evers", "Feddersen", "Gerdes", "Heitmann", "Iwersen", "Jürgens",
+        "Kähler", "Lorenzen", "Möller", "Nagel", "Otten", "Prüß", "Reimers", "Sievers", "Tiedemann",
+        "Voß", "Wiese"]  # 20 x 50 = 1000 names; a second site doubles them to 2000 rows
+ROOMS = ["Verwaltung", "Lager", "Werkstatt", "Versand", "Einkauf"]
+
+
+def phone_rows(count=2000):
+    """The phone list: header row, then `count` rows; row N+1 holds person N (deterministic)."""
+    rows = [["Name", "Vorname", "Durchwahl", "Raum", "Abteilung", "Standort"]]
+    for n in range(count):
+        first, last = FIRST[n % len(FIRST)], LAST[(n // len(FIRST)) % len(LAST)]
+        site = "Hamburg" if n < len(FIRST) * len(LAST) else "Lüneburg"
+        rows.append([last, first, 3000 + n, f"{'AB'[n % 2]}{n % 4 + 1}.{n % 37 + 1:02d}", ROOMS[n % len(ROOMS)], site])
+    return rows
+
+
+def test_set():
+    """{path: bytes} of the test set: a scanned contract, a notice photo, a mixed PDF, .odt, .xlsx, .pptx, .eml."""
+    handbook = ('<text:h text:outline-level="1">Notfallplan Serverraum</text:h><text:h text:outline-level="2">'
+                'Bei Wassereinbruch</text:h><text:list><text:list-item><text:p>Hauptsicherung S4 im Flur abschalten.'
+                '</text:p></text:list-item><text:list-item><text:p>Haustechnik unter Durchwahl 2290 rufen.</text:p>'
+                '</text:list-item></text:list><text:h text:outline-level="2">Zuständigkeiten</text:h><table:table>'
+                '<table:table-row><table:table-cell><text:p>Klimaanlage</text:p></table:table-cell><table:table-cell>'
+                '<text:p>Kältetechnik Reimers, Wartung jeden zweiten Dienstag</text:p></table:table-cell>'
+                '</table:table-row><table:table-row><table:table-cell><text:p>USV</text:p></table:table-cell>'
+                '<table:table-cell><text:p>Batterietausch alle vier Jahre, zuletzt 2022</text:p></table:table-cell>'
+                '</table:table-row></table:table>')
+    slides = [{"title": "Staplerschein", "lines": ["Unterweisung für Flurförderzeuge"]},
+              {"title": "Prüfung", "lines": ["Theorie und Praxis am selben Tag"],
+               "notes": ["Die praktische Prüfung dauert 45 Minuten auf dem Hof hinter Halle 2."]},
+              {"title": "Alter Termin", "lines": ["Prüfung am 3. Februar"], "hidden": True,
+               "notes": ["Dieser Termin entfällt."]}]
+    offer = sample.docx_bytes([("berschrift1", "Angebot Etikettendrucker"),
+                               (None, "Zwölf Etikettendrucker Zebra ZT411 kosten zusammen 18.960 Euro netto."),
+                               ("berschrift2", "Lieferung"), (None, "Lieferung in Kalenderwoche 22 frei Haus.")])
+    mixed = [("text", ["Anlage 1: Schlüsselliste", "", "Tor 7 und Tor 8 öffnet der Schlüssel Nummer 4417."]),
+             ["Hofordnung", "", "Die Hofeinfahrt wird um 22 Uhr verschlossen.", "Lkw warten auf dem Parkplatz Süd."]]
+    return {
+        "vertraege/mietvertrag-scan.pdf": scan_pdf(SCAN_TEXT),
+        "aushang/kantine.png": png_bytes(NOTICE_TEXT),
+        "vertraege/anlagen-gemischt.pdf": scan_pdf(mixed),
+        "technik/notfallplan.odt": odf_bytes(".odt", handbook),
+        "verwaltung/telefonliste.xlsx": xlsx_bytes([{"name": "Telefonliste", "rows": phone_rows()}]),
+        "schulung/stapler.pptx": pptx_bytes(slides),
+        "mail/freigabe-etikettendrucker.eml": eml_bytes(
+            "Freigabe Etikettendrucker", "Jens Hollander <j.hollander@nordlicht.example>",
+            "Einkauf <einkauf@nordlicht.example>", "Hallo,\n\ndas Angebot im Anhang ist freigegeben. Bitte bis "
+            "Freitag bestellen.\n\nJens Hollander", attachments=[("angebot.docx", offer)])}
+
+
+def main():
+    out = Path(sys.argv[1] if len(sys.argv) > 1 else "office-wiki")
+    for rel, data in test_set().items():
+        (out / rel).parent.mkdir(parents=True, exist_ok=True)
+        (out / rel).write_bytes(data)
+        print(f"{out / rel}: {len(data)} Bytes")
+
+
+if __name__ == "__main__":
+    main()

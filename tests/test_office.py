@@ -312,18 +312,6 @@ def test_build_reads_each_kind_drops_the_canaries_and_warns_once_per_damaged_fil
 
 
 # -- real OCR --------------------------------------------------------------------------------------
-def char_accuracy(truth, read):
-    """1 - (Levenshtein distance / characters of the truth), whitespace folded. Example: ("abc", "abd") -> 0.667"""
-    a, b = " ".join(truth.split()), " ".join(read.split())
-    previous = list(range(len(b) + 1))
-    for i, x in enumerate(a, 1):
-        current = [i]
-        for j, y in enumerate(b, 1):
-            current.append(min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (x != y)))
-        previous = current
-    return 1 - previous[-1] / max(1, len(a))
-
-
 def test_real_scanned_contract_is_read_page_by_page_with_97_percent_of_its_characters(tesseract):
     notes = formats.Notes()
     text = formats.to_markdown("vertraege/miete.pdf", office.scan_pdf(office.SCAN_TEXT), notes=notes)
@@ -331,7 +319,7 @@ def test_real_scanned_contract_is_read_page_by_page_with_97_percent_of_its_chara
     assert [p.split("\n")[0].split(" · ")[0] for p in pages] == ["Seite 1", "Seite 2"]
     for number, (page, truth) in enumerate(zip(pages, office.SCAN_TEXT), 1):
         read = page.split("\n", 1)[1]
-        accuracy = char_accuracy("\n".join(truth), read)
+        accuracy = office.char_accuracy("\n".join(truth), read)
         print(f"Seite {number}: Zeichengenauigkeit {accuracy:.4f}, Konfidenz {notes.ocr[number]}")
         assert accuracy >= 0.97, (accuracy, read)
         assert page.startswith(f"Seite {number} · OCR {round(notes.ocr[number])} %")
