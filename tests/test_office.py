@@ -238,6 +238,16 @@ def test_eml_subject_headers_body_and_a_docx_attachment():
     assert notes.messages == ["Anhang logo.bmp nicht gelesen (Format hier nicht lesbar)"]
 
 
+def test_eml_header_names_and_addresses_are_masked_like_all_text():
+    from rag.privacy import mask
+    data = office.eml_bytes("Freigabe", "Jens Hollander <j.hollander@nordlicht.example>",
+                            "Katrin Focke <k.focke@hansa.example>", "Bitte bestellen.")
+    text = formats.to_markdown("f.eml", data)
+    masked = mask.Masker(active=True).mask_all([text])[0]
+    assert "Von: [NAME 1] <[E-MAIL 1]>\nAn: [NAME 2] <[E-MAIL 2]>" in masked
+    assert "Hollander" not in masked and "hansa.example" not in masked
+
+
 def test_eml_html_body_goes_through_the_html_reader_with_its_hidden_text():
     data = office.eml_bytes("Info", "a@b.example", "c@d.example", "", html=f"<h2>Termin</h2><p>Montag</p>"
                             f"<p style='display:none'>{CANARY}</p>")
@@ -370,3 +380,44 @@ def test_real_build_without_tesseract_warns_once_and_reads_it_later(tmp_path, fa
     later = ok(build(wiki, fake_embedding, RAG_TESSERACT=tesseract))
     assert warnings(later) == []
     assert {"miete.pdf", "kantine.png"} <= {p for p, _, _ in rows(fake_embedding["RAG_DB"])}
+
+
+# -- real model: each question of eval/questions_office.jsonl finds its page, sheet row or slide ---------
+def office_questions():
+    import json
+    with open(ROOT / "eval" / "questions_office.jsonl", encoding="utf-8") as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+@pytest.fixture(scope="module")
+def office_index(real, tesseract, tmp_path_factory):
+    """The whole test set indexed with the real model (the .xlsx with its 2,000 rows)."""
+    from conftest import run_script
+    tmp = tmp_path_factory.mktemp("office-real")
+    for rel, data in office.test_set().items():
+        (tmp / "wiki" / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp / "wiki" / rel).write_bytes(data)
+    env = {"LLAMA_EMBEDDING": real["embedding"], "RAG_EMBED_MODEL": real["model"], "RAG_DB": str(tmp / "office.db"),
+           "RAG_WIKI": str(tmp / "wiki"), "RAG_AUDIT": str(tmp / "audit.jsonl")}
+    built = run_script("build_index.py", "--quiet", env=env, timeout=1200)
+    assert built.returncode == 0, built.stderr
+    assert [w for w in built.stderr.splitlines() if w.startswith("Warnung")] == [
+        "Warnung: schulung/stapler.pptx: versteckter Text entfernt (1 ausgeblendete Folie) – Seite trotzdem indexiert"]
+    return env
+
+
+def test_real_each_document_finds_its_page_in_the_top_5_for_90_percent_of_its_questions(office_index):
+    import json
+    from conftest import run_script
+    hits = {}
+    for item in office_questions():
+        expected = item["expected"][0]
+        result = run_script("ask_rag.py", "--retrieve-only", "--json", "--top-k", "5", item["question"], env=office_index)
+        assert result.returncode == 0, result.stderr
+        sources = json.loads(result.stdout)["sources"][:5]
+        hit = any(s["path"] == expected["file"] and expected["heading"] in s["heading"] for s in sources)
+        hits.setdefault(expected["file"], []).append(hit)
+        print(f"{'ok ' if hit else 'NEIN'} {item['question']} -> {[s['heading'] for s in sources[:2]]}")
+    assert set(hits) == set(office.test_set())
+    for path, found in hits.items():
+        assert sum(found) / len(found) >= 0.9, (path, found)
