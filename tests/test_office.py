@@ -95,6 +95,22 @@ def test_low_confidence_is_noted(fake_tesseract):
     assert notes.low_confidence == [1]
 
 
+def test_build_names_low_confidence_and_unreadable_images_once_each(tmp_path, fake_embedding, fake_tesseract):
+    wiki = write_wiki(tmp_path / "wiki", SMALL_WIKI)
+    (wiki / "blass.jpg").write_bytes(b"blass")
+    (wiki / "kaputt.png").write_bytes(b"kaputt")
+    (wiki / "aushang.png").write_bytes(b"\x89PNG gut")
+    result = ok(build(wiki, fake_embedding, RAG_TESSERACT=fake_tesseract))
+    assert warnings(result) == [
+        "Warnung: blass.jpg: per OCR mit geringer Sicherheit gelesen: Seite 1 (30 %) – indexiert; Scan prüfen oder "
+        "besser scannen (300 dpi)",
+        "Warnung: kaputt.png: Bild nicht lesbar (tesseract: Error in pixReadStream: Unknown format: no pix returned) – "
+        "Datei neu speichern – übersprungen"]
+    found = rows(fake_embedding["RAG_DB"])
+    assert ("aushang.png", "aushang.png › Bild · OCR 91 %", "Kantine geschlossen.\n\nBistro") in found
+    assert "blass.jpg" in {p for p, _, _ in found} and "kaputt.png" not in {p for p, _, _ in found}
+
+
 def test_missing_tesseract_names_the_install_command_and_changes_the_version(tmp_path, monkeypatch):
     monkeypatch.setenv("RAG_TESSERACT", str(tmp_path / "gibt-es-nicht"))
     with pytest.raises(formats.ToolMissing, match=INSTALL):
