@@ -14,7 +14,7 @@ import re
 
 from rag.ingest import hidden
 from rag.ingest.formats import base
-from rag.ingest.formats.base import OLE_MAGIC, FormatError, join_blocks, protect  # noqa: F401  (OLE_MAGIC: tests)
+from rag.ingest.formats.base import OLE_MAGIC, join_blocks, protect  # noqa: F401  (OLE_MAGIC: tests)
 
 # zipfile and xml.etree are imported where they are used: a run over Markdown pages only never loads them
 W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"

@@ -1,7 +1,8 @@
 """Saved e-mails (.eml) as Markdown, with the standard library's email package.
 
-    eml_to_markdown(eml_bytes, "freigabe.eml", notes, to_markdown)
-    -> "# Freigabe Budget\\n\\nVon: Jens Hollander <j.hollander@…>\\nAn: …\\nDatum: 06.05.2024 09:15\\n\\nText …\\n\\n## Anhang: angebot.docx\\n\\n…"
+    eml_to_markdown(eml_bytes, "freigabe.eml", notes, read_attachment, is_document)
+    -> "# Freigabe Budget\\n\\nVon: Jens Hollander <j.hollander@…>\\nAn: …\\nDatum: 06.05.2024 09:15\\n\\nText …"
+       "\\n\\n## Anhang: angebot.docx – Angebot\\n\\n…"
 
 The subject is the H1; sender, recipients (An, Cc) and date follow as lines (personal data in them is
 masked at question time like all text, rag/privacy/); then the text body, or the HTML body through

@@ -10,8 +10,8 @@ characters) are read by OCR (rag/ingest/formats/ocr.py: pdftoppm + tesseract, Ge
 "## Seite N · OCR 94 %"; without tesseract, or where OCR finds no text either, they are left out and
 listed in notes.empty_pages (a PDF without any text raises FormatError).
 
-Does not handle: OCR of images on pages that have a text layer, headings inside a PDF page (a page is the smallest section),
-password-protected files, invisible text in PDFs (pdftotext extracts it like any other).
+Does not handle: OCR of images on pages that have a text layer, headings inside a PDF page (a page is
+the smallest section), password-protected files, invisible text in PDFs (pdftotext extracts it like any other).
 """
 import os
 import re
@@ -19,7 +19,7 @@ import shutil
 import subprocess
 
 from rag.ingest.formats import ocr
-from rag.ingest.formats.base import FormatError, ToolMissing, join_blocks, protect
+from rag.ingest.formats.base import FormatError, Notes, ToolMissing, join_blocks, protect
 
 MIN_PAGE_CHARS = 20  # a PDF page with fewer non-space characters has no text layer (while others have one)
 PDFTOTEXT_TIMEOUT = 120  # seconds per PDF
@@ -75,7 +75,6 @@ def pdf_to_markdown(data, title, pdftotext, notes=None):
     Pages with fewer than MIN_PAGE_CHARS characters (when another page has text, or when no page
     has any) are read by OCR; those OCR cannot read are left out and listed in notes.empty_pages.
     """
-    from rag.ingest.formats.base import Notes
     notes = Notes() if notes is None else notes
     meta_title, text = run_pdftotext(data, pdftotext)
     pages = text.split("\f")

@@ -26,7 +26,10 @@ NOTES_SKIP = ("sldImg", "sldNum", "dt", "ftr", "hdr")  # placeholders of a notes
 
 
 def relationships(archive, part):
-    """{relationship id: zip path} of a part's .rels file. Example: "ppt/slides/slide1.xml" -> {"rId2": "ppt/notesSlides/notesSlide1.xml"}"""
+    """{relationship id: zip path} of a part's .rels file.
+
+    Example: "ppt/slides/slide1.xml" -> {"rId2": "ppt/notesSlides/notesSlide1.xml"}
+    """
     folder, name = posixpath.split(part)
     rels = base.read_xml(archive, f"{folder}/_rels/{name}.rels", ".pptx")
     out = {}
