@@ -42,8 +42,8 @@ def build(args):
     wiki = Path(args.wiki)
     found = pages.find_pages(wiki)
     if not found:
-        raise SystemExit(f"Fehler: keine .md- oder .txt-Seiten (auch kein PDF, HTML, .docx) in {wiki} – "
-                         f"Markdown-Dateien dort ablegen.")
+        raise SystemExit(f"Fehler: keine .md- oder .txt-Seiten (auch kein PDF, HTML, Office-Dokument, Bild oder "
+                         f"E-Mail) in {wiki} – Markdown-Dateien dort ablegen.")
     index = indexing.open_index(args)  # a writer: a second build_index.py waits for this one
     stats = dict(added=0, changed=0, removed=0, unchanged=0, embedded=0, reused=0)
     present = set()  # the paths that are still pages, filled while reading
