@@ -6,8 +6,9 @@
     python3 build_index.py --forget a.md   # a deleted page out of the index, its files and the audit log, with proof
 
 Steps, in the order of the post, each one call into rag/ingest/:
-  1. read     wiki/**/*.md and *.txt, PDF, HTML and Word (.docx) as Markdown (rag/ingest/formats/), front
-              matter stripped, hidden text dropped with a warning; only pages whose bytes changed (pages.py)
+  1. read     wiki/**/*.md and *.txt, PDF (scans by OCR), HTML, Office files, images and e-mails as Markdown
+              (rag/ingest/formats/), front matter stripped, hidden text dropped with a warning; only pages
+              whose bytes changed (pages.py)
   2. chunk    at paragraph boundaries up to MAX_CHARS, each chunk under its heading path (chunking.py)
   3. embed    many chunks per call: a llama-server --embeddings started for the run (--embed-via spawn),
               llama-embedding processes as in the post (binary) or a running OpenAI-compatible endpoint
@@ -18,7 +19,7 @@ Incremental: unchanged pages are skipped, a chunk already in the index reuses it
 crash leaves every page entirely old or entirely new; the next run finishes the job. Bad input
 never stops the run: an unusable file is skipped with one German warning naming it.
 
-Does not handle: formats other than Markdown, plain text, PDF, HTML and .docx (no OCR of scans),
+Does not handle: formats other than those of rag/ingest/formats/ (no .doc/.xls/.ppt, no Outlook .msg),
 setext headings (underlined with ===). A second writer waits for the first (rag/store/), it never interleaves.
 """
 import argparse
@@ -42,8 +43,8 @@ def build(args):
     wiki = Path(args.wiki)
     found = pages.find_pages(wiki)
     if not found:
-        raise SystemExit(f"Fehler: keine .md- oder .txt-Seiten (auch kein PDF, HTML, .docx) in {wiki} – "
-                         f"Markdown-Dateien dort ablegen.")
+        raise SystemExit(f"Fehler: keine .md- oder .txt-Seiten (auch kein PDF, HTML, Office-Dokument, Bild oder "
+                         f"E-Mail) in {wiki} – Markdown-Dateien dort ablegen.")
     index = indexing.open_index(args)  # a writer: a second build_index.py waits for this one
     stats = dict(added=0, changed=0, removed=0, unchanged=0, embedded=0, reused=0)
     present = set()  # the paths that are still pages, filled while reading

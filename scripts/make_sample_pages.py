@@ -73,6 +73,11 @@ def pdf_bytes(pages, title=None, encrypt=False):
     if encrypt:
         objects.append(b"<< /Filter /Standard /V 1 /R 2 /P -44 /O <%s> /U <%s> >>" % (b"4f" * 32, b"55" * 32))
         trailer += b" /Encrypt %d 0 R /ID [<%s> <%s>]" % (len(objects), b"00" * 16, b"00" * 16)
+    return pdf_file(objects, trailer)
+
+
+def pdf_file(objects, trailer=b""):
+    """The PDF file of numbered objects (1 is the catalog), with an xref table of exact byte offsets."""
     out, offsets = bytearray(b"%PDF-1.4\n%\xe2\xe3\xcf\xd3\n"), []
     for number, body in enumerate(objects, 1):
         offsets.append(len(out))

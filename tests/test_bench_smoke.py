@@ -14,7 +14,7 @@ import pytest
 from conftest import ROOT
 
 SCRIPTS = ["retrieval.py", "indexing.py", "ask_latency.py", "reindex.py", "post_way.py", "web.py", "scale.py", "scale_corpus.py",
-           "expand_cost.py"]
+           "expand_cost.py", "office.py"]
 
 
 def run_bench(script, *args, timeout=180):
@@ -64,6 +64,14 @@ def test_reindex_tiny():
     assert known["geändert"] == 1 and new["geändert"] == 1
     for row in report["results"]:
         positive(row, "seconds")
+
+
+def test_office_tiny():
+    report = bench_json("office.py", "--rows", "50", "--no-ocr")
+    check_machine(report, "office")
+    assert report["sheet"]["rows"] == 50 and report["sheet"]["chunks"] == 51  # "Spalten" + one unit per data row
+    positive(report["sheet"], "read_s", "chunk_s", "bytes")
+    assert report["ocr"] == [] and report["test_set"] == []
 
 
 def test_indexing_tiny(real):

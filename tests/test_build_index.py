@@ -516,7 +516,7 @@ def test_wiki_that_does_not_exist(tmp_path, fake_embedding):
 
 def test_wiki_without_pages(tmp_path, fake_embedding):
     (tmp_path / "wiki").mkdir()
-    (tmp_path / "wiki" / "logo.png").write_bytes(b"\x89PNG")
+    (tmp_path / "wiki" / "logo.svg").write_bytes(b"<svg/>")  # (images with text are pages: OCR)
     result = build(tmp_path / "wiki", fake_embedding)
     fails(result, "keine .md- oder .txt-Seiten")
     assert len(result.stderr.splitlines()) == 1

@@ -1,4 +1,4 @@
-"""Text a reader does not see: invisible characters, hidden HTML and Word text (dropped before chunking).
+"""Text a reader does not see: invisible characters, hidden HTML, Office text, sheets, rows and slides (dropped).
 
     strip_invisible("Pass\\u200bwort \\u202eabc")  -> ("Passwort abc", 2)
     css_hidden("display: none")                   -> ELEMENT
@@ -9,7 +9,8 @@ Hidden text is where injected instructions hide: a reader sees the page without 
 would read them. rag/ingest/formats/ drops HTML comments, elements hidden by display:none,
 visibility:hidden, opacity:0, the hidden attribute or aria-hidden="true", tiny text (font-size at
 most TINY_PX) and white text without a dark background, and Word runs with w:vanish, white colour
-or a tiny size; build_index.py removes INVISIBLE_CHARS from every page (Markdown too) and prints
+or a tiny size, OpenDocument text hidden by a field, a section or a style, hidden sheets, rows,
+columns (Excel, LibreOffice) and slides with their notes; build_index.py removes INVISIBLE_CHARS from every page (Markdown too) and prints
 one warning per page with the counts. The page itself is still indexed.
 
 Does not handle: CSS in <style> blocks or classes (only inline style="…" counts), text hidden by
@@ -26,11 +27,16 @@ INVISIBLE_CHARS = ("\u200b\u200c\u200d\u2060\u2061\u2062\u2063\u2064\ufeff\u180e
                    "\u200e\u200f\u061c\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")  # bidi controls
 INVISIBLE_RE = re.compile(f"[{INVISIBLE_CHARS}\U000e0000-\U000e007f]")  # + Unicode tag characters ("ASCII smuggling")
 COMMENT, ELEMENT, TINY, WHITE, WORD, INVISIBLE = "comment", "element", "tiny", "white", "word", "invisible"
+OFFICE, SHEET, ROW, COLUMN, SLIDE = "office", "sheet", "row", "column", "slide"  # OpenDocument, sheets, slides
 NAMES = {COMMENT: ("HTML-Kommentar", "HTML-Kommentare"), ELEMENT: ("ausgeblendetes Element", "ausgeblendete Elemente"),
          TINY: ("Stelle in winziger Schrift", "Stellen in winziger Schrift"),
          WHITE: ("Stelle in weißer Schrift", "Stellen in weißer Schrift"),
          WORD: ("versteckte Word-Textstelle", "versteckte Word-Textstellen"),
-         INVISIBLE: ("unsichtbares Zeichen", "unsichtbare Zeichen")}  # (one, many) for the warning
+         INVISIBLE: ("unsichtbares Zeichen", "unsichtbare Zeichen"),
+         OFFICE: ("versteckte Textstelle", "versteckte Textstellen"),
+         SHEET: ("ausgeblendetes Tabellenblatt", "ausgeblendete Tabellenblätter"),
+         ROW: ("ausgeblendete Zeile", "ausgeblendete Zeilen"), COLUMN: ("ausgeblendete Spalte", "ausgeblendete Spalten"),
+         SLIDE: ("ausgeblendete Folie", "ausgeblendete Folien")}  # (one, many) for the warning
 WHITE_COLOURS = {"white", "#fff", "#ffffff", "rgb(255,255,255)", "rgba(255,255,255,1)", "ffffff"}
 UNITS_PX = {"px": 1.0, "pt": 4 / 3, "em": 16.0, "rem": 16.0, "%": 0.16, "": 1.0}
 

@@ -5,11 +5,12 @@
     strip_front_matter("---\\ntitle: VPN\\n---\\nText") -> ("Text", "VPN")
 
 Pages are wiki/**/*.md and *.txt, and the documents of rag/ingest/formats/ (suffixes in any case:
-VERTRAG.PDF). Text is NFC with "\\n" line ends; PDF, HTML and Word pages become Markdown first, only
-when their bytes changed. Text a reader does not see (rag/ingest/hidden.py) is dropped with one
-warning per page. Bad input never stops a run: a file that cannot be used (binary, too large,
-unreadable, a symlink loop) is skipped with one German warning naming it; text that is not UTF-8
-is read with replacement characters (�) and a warning.
+VERTRAG.PDF). Text is NFC with "\\n" line ends; PDF, HTML, office files, images and e-mails become
+Markdown first, only when their bytes changed (so OCR runs only on new or changed scans). Text a
+reader does not see (rag/ingest/hidden.py) is dropped with one warning per page. Bad input never
+stops a run: a file that cannot be used (binary, too large, unreadable, a symlink loop) is skipped
+with one German warning naming it; text that is not UTF-8 is read with replacement characters (�)
+and a warning.
 
 Does not handle: encodings other than UTF-8 and UTF-16 with a byte order mark; YAML beyond title and tags.
 """
@@ -25,7 +26,7 @@ from rag.ingest import formats
 from rag.ingest import hidden
 
 MAX_FILE_BYTES = 5 * 1024 * 1024  # larger text files are skipped with a warning
-SUFFIXES = (".md", ".txt") + formats.SUFFIXES  # what counts as a wiki page (.pdf .html .htm .docx: rag/ingest/formats/)
+SUFFIXES = (".md", ".txt") + formats.SUFFIXES  # what counts as a wiki page (.pdf .docx .xlsx …: rag/ingest/formats/)
 FRONT_MATTER = re.compile(r"\A---[ \t]*\n(.*?\n)?(?:---|\.\.\.)[ \t]*(?:\n|\Z)", re.S)
 LEADING = re.compile(r"(?:[ \t]*\n|[ \t]*\[?!\[[^\n]*\n)*")  # blank and image lines before front matter
 YAML_KEYS = re.compile(r"(?:(?:[\w-]+:.*|[ \t]+.*|[ \t]*)\n)*")  # what a front matter found after them must look like
@@ -121,29 +122,46 @@ def read_page(path, rel):
 
 
 def convert_page(rel, data, pdftotext, warned, notes=None):
-    """(Markdown of a PDF/HTML/Word page, False), or (None, keep) after one warning naming the file.
+    """(Markdown of a document page, False), or (None, keep) after one warning naming the file.
 
-    keep is True when only the converter is missing (pdftotext): warned once per run, and a page
-    already in the index keeps its chunks. PDF pages without text get one warning naming them;
-    hidden text lands in notes (a formats.Notes) for clean_page's warning.
+    keep is True when only the converter is missing (pdftotext, tesseract): warned once per run, and a
+    page already in the index keeps its chunks. PDF pages without text, pages read by OCR with low
+    confidence and e-mail attachments left out get one warning each naming them; hidden text lands in
+    notes (a formats.Notes) for clean_page's warning.
     Example: "a.html", b"<h1>A</h1><p>x</p>" -> ("# A\\n\\nx\\n", False)
     """
     notes = formats.Notes() if notes is None else notes
     try:
         text = formats.to_markdown(rel, data, pdftotext, notes)
-        if notes.empty_pages:
-            pages = ", ".join(map(str, notes.empty_pages))
-            warn(f"{rel}: {'Seiten' if len(notes.empty_pages) > 1 else 'Seite'} {pages} ohne Text (Scan oder Bild) "
-                 f"– nicht indexiert, OCR nötig (z. B. ocrmypdf); die übrigen Seiten sind im Index")
-        return text, False
     except formats.ToolMissing as exc:
-        if str(exc) not in warned:
-            warned.add(str(exc))
-            warn(str(exc))
+        warn_once(str(exc), warned)
         return None, True
     except formats.FormatError as exc:
         warn(f"{rel}: {exc} – übersprungen")
+        if notes.ocr_missing:
+            warn_once(notes.ocr_missing, warned)
         return None, False
+    if notes.empty_pages:
+        pages = ", ".join(map(str, notes.empty_pages))
+        warn(f"{rel}: {'Seiten' if len(notes.empty_pages) > 1 else 'Seite'} {pages} ohne Text (Scan oder Bild) "
+             f"– nicht indexiert, {'OCR nötig' if notes.ocr_missing else 'auch per OCR kein Text erkannt'}; "
+             f"die übrigen Seiten sind im Index")
+    if notes.low_confidence:
+        pages = ", ".join(f"{n} ({notes.ocr[n]:.0f} %)" for n in notes.low_confidence)
+        warn(f"{rel}: per OCR mit geringer Sicherheit gelesen: {'Seiten' if len(notes.low_confidence) > 1 else 'Seite'} "
+             f"{pages} – indexiert; Scan prüfen oder besser scannen (300 dpi)")
+    for message in notes.messages:
+        warn(f"{rel}: {message}")
+    if notes.ocr_missing:
+        warn_once(notes.ocr_missing, warned)
+    return text, False
+
+
+def warn_once(message, warned):
+    """Warn unless this message was warned in this run already (a missing converter: one line per run)."""
+    if message not in warned:
+        warned.add(message)
+        warn(message)
 
 
 def clean_page(rel, text, notes=None):
@@ -213,7 +231,7 @@ def read_changed(wiki, rels, known, settings, pdftotext, stats, present):
         text, file_hash = read_page(wiki / rel, rel)
         if text is None:
             continue
-        version = f", {formats.CONVERTER}" if formats.is_document(rel) else ""  # (Markdown hashes stay as they were)
+        version = f", {formats.version(rel)}" if formats.is_document(rel) else ""  # (Markdown hashes stay as they were)
         page_hash = text_hash(f"{settings}{version}\n{file_hash}")
         present.add(rel)
         if known.get(rel) == page_hash:

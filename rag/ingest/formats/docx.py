@@ -10,38 +10,22 @@ and counted in notes.hidden (rag/ingest/hidden.py).
 Does not handle: old .doc files, .odt, password-protected files, footnotes, comments and text
 boxes' position, character styles with vanish, images.
 """
-import io
 import re
 
 from rag.ingest import hidden
-from rag.ingest.formats.base import FormatError, join_blocks, protect
+from rag.ingest.formats import base
+from rag.ingest.formats.base import OLE_MAGIC, join_blocks, protect  # noqa: F401  (OLE_MAGIC: tests)
 
 # zipfile and xml.etree are imported where they are used: a run over Markdown pages only never loads them
-MAX_XML_BYTES = 64 * 1024 * 1024  # uncompressed word/document.xml larger than this: refused (zip bomb)
 W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
 FALLBACK = "{http://schemas.openxmlformats.org/markup-compatibility/2006}Fallback"
-OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"  # an encrypted .docx (or an old .doc) is an OLE file
 HEADING_STYLE = re.compile(r"^(?:heading|überschrift|berschrift)\s*([1-9])$", re.I)  # names and ids Word writes
 TITLE_STYLE = re.compile(r"^(?:title|titel)$", re.I)
 
 
 def read_xml(archive, name, required=False):
-    """Parsed XML part of the .docx zip, or None when it is absent and not required."""
-    import zipfile
-    from xml.etree import ElementTree
-    try:
-        info = archive.getinfo(name)
-    except KeyError:
-        if required:
-            raise FormatError(f"keine Word-Datei ({name} fehlt) – als .docx neu speichern")
-        return None
-    if info.file_size > MAX_XML_BYTES:
-        raise FormatError(f"{name} entpackt größer als {MAX_XML_BYTES // 2**20} MB – übersprungen")
-    try:
-        return ElementTree.fromstring(archive.read(info))
-    except (ElementTree.ParseError, zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, NotImplementedError,
-            ValueError) as exc:
-        raise FormatError(f"defekt ({name}: {exc}) – als .docx neu speichern")
+    """Parsed XML part of the .docx zip, or None when it is absent and not required (base.read_xml)."""
+    return base.read_xml(archive, name, ".docx", required, kind="Word-Datei")
 
 
 def style_levels(styles):
@@ -201,15 +185,7 @@ def body_items(element, levels, hidden_counts=None):
 
 def docx_to_markdown(data, title, notes=None):
     """Word (.docx) bytes -> Markdown; FormatError for encrypted, non-zip or broken files; hidden runs in notes."""
-    import zipfile
-    if data.startswith(OLE_MAGIC):
-        raise FormatError("verschlüsselt (Passwortschutz) oder altes Word-Format – "
-                          "ohne Passwort als .docx speichern")
-    try:
-        archive = zipfile.ZipFile(io.BytesIO(data))
-    except zipfile.BadZipFile:
-        raise FormatError("keine gültige .docx-Datei (kein ZIP-Archiv) – in Word neu speichern")
-    with archive:
+    with base.open_zip(data, ".docx") as archive:
         document = read_xml(archive, "word/document.xml", required=True)
         levels = style_levels(read_xml(archive, "word/styles.xml"))
         formats = numbering_formats(read_xml(archive, "word/numbering.xml"))

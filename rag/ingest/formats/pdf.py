@@ -6,17 +6,20 @@
 pdftotext (found via --pdftotext, RAG_PDFTOTEXT, then PATH) is fed on stdin; each page (form feed)
 becomes "## Seite N"; the PDF's Title, else the file name, is the H1. A Title that is no title
 ("Microsoft Word - v3.docx", "Untitled") is ignored. Pages without text (fewer than MIN_PAGE_CHARS
-characters) while other pages have text are left out and listed in notes.empty_pages.
+characters) are read by OCR (rag/ingest/formats/ocr.py: pdftoppm + tesseract, German) and get a heading
+"## Seite N · OCR 94 %"; without tesseract, or where OCR finds no text either, they are left out and
+listed in notes.empty_pages (a PDF without any text raises FormatError).
 
-Does not handle: OCR of scanned PDFs, headings inside a PDF page (a page is the smallest section),
-password-protected files, invisible text in PDFs (pdftotext extracts it like any other).
+Does not handle: OCR of images on pages that have a text layer, headings inside a PDF page (a page is
+the smallest section), password-protected files, invisible text in PDFs (pdftotext extracts it like any other).
 """
 import os
 import re
 import shutil
 import subprocess
 
-from rag.ingest.formats.base import FormatError, ToolMissing, join_blocks, protect
+from rag.ingest.formats import ocr
+from rag.ingest.formats.base import FormatError, Notes, ToolMissing, join_blocks, protect
 
 MIN_PAGE_CHARS = 20  # a PDF page with fewer non-space characters has no text layer (while others have one)
 PDFTOTEXT_TIMEOUT = 120  # seconds per PDF
@@ -67,27 +70,31 @@ def page_lines(page):
 
 
 def pdf_to_markdown(data, title, pdftotext, notes=None):
-    """PDF bytes -> "# Title\\n\\n## Seite 1\\n\\n…"; FormatError for encrypted, broken or text-less PDFs.
+    """PDF bytes -> "# Title\\n\\n## Seite 1\\n\\n…"; FormatError for encrypted, broken or unreadable PDFs.
 
-    Pages with fewer than MIN_PAGE_CHARS characters are left out and listed in notes.empty_pages
-    when another page has text ("kein Textlayer" when none has).
+    Pages with fewer than MIN_PAGE_CHARS characters (when another page has text, or when no page
+    has any) are read by OCR; those OCR cannot read are left out and listed in notes.empty_pages.
     """
+    notes = Notes() if notes is None else notes
     meta_title, text = run_pdftotext(data, pdftotext)
     pages = text.split("\f")
     if pages and not pages[-1].strip():
         pages.pop()  # pdftotext ends every page with \f
     silent = [n for n, page in enumerate(pages, 1) if len(re.sub(r"\s", "", page)) < MIN_PAGE_CHARS]
-    if len(silent) == len(pages) and not any(page.strip() for page in pages):
-        raise FormatError("kein Textlayer – OCR nötig (z. B. ocrmypdf), dann erneut indexieren")
-    if len(silent) == len(pages):
+    no_text = len(silent) == len(pages) and not any(page.strip() for page in pages)
+    if len(silent) == len(pages) and not no_text:
         silent = []  # a short PDF that is all short pages: nothing to compare with
-    if notes is not None:
-        notes.empty_pages.extend(silent)
+    read = ocr.read_pdf_pages(data, silent, title, pdftotext, notes)
+    if no_text and not read:
+        raise FormatError("kein Textlayer – OCR nötig" if notes.ocr_missing else
+                          "kein Textlayer, auch per OCR kein Text erkannt – Scan prüfen (300 dpi, gerade)")
+    notes.empty_pages.extend(n for n in silent if n not in read)
     meta_title = " ".join((meta_title or "").split())
     blocks = [f"# {title if not meta_title or NO_TITLE.search(meta_title) else meta_title}"]
     for number, page in enumerate(pages, 1):
-        if number in silent:
-            continue
-        blocks.append(f"## Seite {number}")
-        blocks.append(re.sub(r"\n{3,}", "\n\n", "\n".join(page_lines(page)).strip("\n")))
+        if number in read:
+            blocks.extend([f"## {ocr.heading(f'Seite {number}', notes.ocr[number])}", read[number]])
+        elif number not in silent:
+            blocks.append(f"## Seite {number}")
+            blocks.append(re.sub(r"\n{3,}", "\n\n", "\n".join(page_lines(page)).strip("\n")))
     return join_blocks(blocks)

@@ -1,0 +1,310 @@
+#!/usr/bin/env python3
+"""Write a test set of office documents and scans whose text is known (stdlib + poppler's pdftoppm).
+
+    python3 scripts/make_office_pages.py OUT   # -> OUT/vertraege/mietvertrag-scan.pdf, OUT/aushang.png, …
+
+The scans are rendered from text PDFs (scripts/make_sample_pages.py) by pdftoppm and wrapped back into a
+PDF as greyscale images without a text layer, so the truth of an OCR run is the text they were made from
+(SCAN_TEXT). The .xlsx, .pptx, .odt and .eml files are small zips and messages written here, in the
+spellings Excel, PowerPoint, LibreOffice and mail programs use. The tests reuse the functions.
+
+Does not handle: real photographs (the notice is a clean rendering), compression other than zlib,
+documents made by a real office suite (none is installed on the build machines).
+"""
+import email.message
+import io
+import os
+import subprocess
+import sys
+import zipfile
+import zlib
+from pathlib import Path
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import make_sample_pages as sample  # noqa: E402  (the text PDF writer)
+
+ZIP_DATE = (2024, 5, 2, 8, 0, 0)  # fixed, so the bytes never change
+SCAN_DPI = 150  # resolution of the "scanner"; OCR renders again at rag/ingest/formats/ocr.py DPI
+NS_S = "http://schemas.openxmlformats.org/spreadsheetml/2006/main"
+NS_R = "http://schemas.openxmlformats.org/officeDocument/2006/relationships"
+NS_PR = "http://schemas.openxmlformats.org/package/2006/relationships"
+NS_P = "http://schemas.openxmlformats.org/presentationml/2006/main"
+NS_A = "http://schemas.openxmlformats.org/drawingml/2006/main"
+ODF_NS = ('xmlns:office="urn:oasis:names:tc:opendocument:xmlns:office:1.0" '
+          'xmlns:text="urn:oasis:names:tc:opendocument:xmlns:text:1.0" '
+          'xmlns:table="urn:oasis:names:tc:opendocument:xmlns:table:1.0" '
+          'xmlns:style="urn:oasis:names:tc:opendocument:xmlns:style:1.0" '
+          'xmlns:fo="urn:oasis:names:tc:opendocument:xmlns:xsl-fo-compatible:1.0" '
+          'xmlns:draw="urn:oasis:names:tc:opendocument:xmlns:drawing:1.0" '
+          'xmlns:presentation="urn:oasis:names:tc:opendocument:xmlns:presentation:1.0" '
+          'xmlns:dc="http://purl.org/dc/elements/1.1/"')
+SCAN_TEXT = [  # the scanned two-page contract: one list of lines per page
+    ["Mietvertrag Lagerfläche Halle 3", "", "Zwischen der Nordlicht Logistik GmbH und der Hafenlager",
+     "Verwaltung KG wird folgender Mietvertrag geschlossen.", "", "Die Mietfläche beträgt 840 Quadratmeter",
+     "in Halle 3, Tor 7. Die Kaltmiete beträgt 5.460 Euro im Monat.", "Die Kaution beträgt drei Monatsmieten."],
+    ["Laufzeit und Kündigung", "", "Der Mietvertrag beginnt am 1. März 2024 und läuft fünf Jahre.",
+     "Die Kündigungsfrist beträgt neun Monate zum Quartalsende.", "Schlüssel für Tor 7 gibt die Hausverwaltung",
+     "nur gegen Unterschrift aus. Ansprechpartner ist Herr Brömmel."]]
+NOTICE_TEXT = ["Aushang Kantine", "", "Wegen Umbau bleibt die Kantine vom", "12. bis 16. August geschlossen.",
+               "Essensmarken gelten in dieser Zeit", "im Bistro am Empfang."]
+
+
+def zip_bytes(files):
+    """A zip of {name: text or bytes}, stored in the given order with a fixed date (mimetype first for ODF)."""
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w") as archive:
+        for name, content in files.items():
+            if content is None:
+                continue
+            info = zipfile.ZipInfo(name, ZIP_DATE)
+            info.compress_type = zipfile.ZIP_STORED if name == "mimetype" else zipfile.ZIP_DEFLATED
+            archive.writestr(info, content.encode("utf-8") if isinstance(content, str) else content)
+    return out.getvalue()
+
+
+def xml_text(text):
+    return str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&quot;")
+
+
+# -- Excel -----------------------------------------------------------------------------------------
+def xlsx_cell(ref, value, strings):
+    """One <c>: str -> shared string, ("=F", cached) -> formula with its cached value, number -> <v>."""
+    if isinstance(value, tuple):
+        formula, cached = value
+        kind = ' t="str"' if isinstance(cached, str) else ""
+        return f'<c r="{ref}"{kind}><f>{xml_text(formula.lstrip("="))}</f><v>{xml_text(cached)}</v></c>'
+    if isinstance(value, str):
+        strings.setdefault(value, len(strings))
+        return f'<c r="{ref}" t="s"><v>{strings[value]}</v></c>'
+    return f'<c r="{ref}"><v>{value}</v></c>'
+
+
+def xlsx_sheet(rows, strings, hidden_rows=(), hidden_cols=(), flag="1"):
+    """A worksheet's XML: rows of values, rows (1-based) and columns (1-based) marked hidden with `flag`."""
+    cols = "".join(f'<col min="{c}" max="{c}" hidden="{flag}" width="0"/>' for c in hidden_cols)
+    body = []
+    for number, row in enumerate(rows, 1):
+        cells = "".join(xlsx_cell(f"{chr(65 + i)}{number}", v, strings) for i, v in enumerate(row) if v != "")
+        attr = f' hidden="{flag}"' if number in hidden_rows else ""
+        body.append(f'<row r="{number}"{attr}>{cells}</row>')
+    return (f'<?xml version="1.0" encoding="UTF-8"?><worksheet xmlns="{NS_S}">'
+            + (f"<cols>{cols}</cols>" if cols else "") + f'<sheetData>{"".join(body)}</sheetData></worksheet>')
+
+
+def xlsx_bytes(sheets, parts=None):
+    """A minimal .xlsx: sheets are dicts name, rows, and optionally state, hidden_rows, hidden_cols, flag.
+
+    Example: xlsx_bytes([{"name": "Telefon", "rows": [["Name", "Durchwahl"], ["Meier", 4711]]}]) -> b"PK…"
+    """
+    strings, files, entries, rels = {}, {}, [], []
+    for number, sheet in enumerate(sheets, 1):
+        files[f"xl/worksheets/sheet{number}.xml"] = xlsx_sheet(
+            sheet["rows"], strings, sheet.get("hidden_rows", ()), sheet.get("hidden_cols", ()), sheet.get("flag", "1"))
+        state = f' state="{sheet["state"]}"' if sheet.get("state") else ""
+        entries.append(f'<sheet name="{xml_text(sheet["name"])}" sheetId="{number}"{state} r:id="rId{number}"/>')
+        rels.append(f'<Relationship Id="rId{number}" Type="{NS_R}/worksheet" Target="worksheets/sheet{number}.xml"/>')
+    shared = "".join(f"<si><t>{xml_text(s)}</t></si>" for s in strings)
+    files = {"xl/workbook.xml": f'<?xml version="1.0" encoding="UTF-8"?><workbook xmlns="{NS_S}" '
+             f'xmlns:r="{NS_R}"><sheets>{"".join(entries)}</sheets></workbook>',
+             "xl/_rels/workbook.xml.rels": f'<Relationships xmlns="{NS_PR}">{"".join(rels)}</Relationships>',
+             "xl/sharedStrings.xml": f'<sst xmlns="{NS_S}" count="{len(strings)}">{shared}</sst>', **files}
+    return zip_bytes({**files, **(parts or {})})
+
+
+# -- PowerPoint ------------------------------------------------------------------------------------
+def pptx_shape(kind, lines):
+    """A text shape: kind "title" or "body" placeholder, one <a:p> per line."""
+    paragraphs = "".join(f"<a:p><a:r><a:t>{xml_text(line)}</a:t></a:r></a:p>" for line in lines)
+    return (f'<p:sp><p:nvSpPr><p:cNvPr id="1" name="{kind}"/><p:cNvSpPr/><p:nvPr><p:ph type="{kind}"/></p:nvPr>'
+            f"</p:nvSpPr><p:txBody><a:bodyPr/>{paragraphs}</p:txBody></p:sp>")
+
+
+def pptx_bytes(slides, parts=None):
+    """A minimal .pptx: slides are dicts title, lines, and optionally notes (lines) and hidden (True).
+
+    Example: pptx_bytes([{"title": "Start", "lines": ["Willkommen"], "notes": ["Kurz halten"]}]) -> b"PK…"
+    """
+    files, ids, rels = {}, [], []
+    for n, slide in enumerate(slides, 1):
+        show = ' show="0"' if slide.get("hidden") else ""
+        shapes = pptx_shape("title", [slide["title"]]) + pptx_shape("body", slide.get("lines", []))
+        files[f"ppt/slides/slide{n}.xml"] = (f'<p:sld xmlns:p="{NS_P}" xmlns:a="{NS_A}" xmlns:r="{NS_R}"{show}>'
+                                             f"<p:cSld><p:spTree>{shapes}</p:spTree></p:cSld></p:sld>")
+        if slide.get("notes"):
+            files[f"ppt/slides/_rels/slide{n}.xml.rels"] = (
+                f'<Relationships xmlns="{NS_PR}"><Relationship Id="rId2" Type="{NS_R}/notesSlide" '
+                f'Target="../notesSlides/notesSlide{n}.xml"/></Relationships>')
+            files[f"ppt/notesSlides/notesSlide{n}.xml"] = (
+                f'<p:notes xmlns:p="{NS_P}" xmlns:a="{NS_A}"><p:cSld><p:spTree>{pptx_shape("sldImg", [])}'
+                f'{pptx_shape("body", slide["notes"])}</p:spTree></p:cSld></p:notes>')
+        ids.append(f'<p:sldId id="{255 + n}" r:id="rId{n}"/>')
+        rels.append(f'<Relationship Id="rId{n}" Type="{NS_R}/slide" Target="slides/slide{n}.xml"/>')
+    files = {"ppt/presentation.xml": f'<p:presentation xmlns:p="{NS_P}" xmlns:r="{NS_R}"><p:sldIdLst>'
+             f'{"".join(ids)}</p:sldIdLst></p:presentation>',
+             "ppt/_rels/presentation.xml.rels": f'<Relationships xmlns="{NS_PR}">{"".join(rels)}</Relationships>',
+             **files}
+    return zip_bytes({**files, **(parts or {})})
+
+
+# -- OpenDocument ----------------------------------------------------------------------------------
+ODF_TYPES = {".odt": ("text", "application/vnd.oasis.opendocument.text"),
+             ".ods": ("spreadsheet", "application/vnd.oasis.opendocument.spreadsheet"),
+             ".odp": ("presentation", "application/vnd.oasis.opendocument.presentation")}
+
+
+def odf_bytes(suffix, body, styles="", title=None, parts=None):
+    """An OpenDocument zip: mimetype, content.xml with `body` inside office:body/office:<kind>, meta.xml.
+
+    Example: odf_bytes(".odt", '<text:h text:outline-level="1">Notfall</text:h>') -> b"PK…"
+    """
+    kind, mimetype = ODF_TYPES[suffix]
+    meta = f"<office:meta><dc:title>{xml_text(title)}</dc:title></office:meta>" if title else "<office:meta/>"
+    files = {"mimetype": mimetype,
+             "content.xml": f'<?xml version="1.0" encoding="UTF-8"?><office:document-content {ODF_NS} '
+             f'office:version="1.3"><office:automatic-styles>{styles}</office:automatic-styles>'
+             f"<office:body><office:{kind}>{body}</office:{kind}></office:body></office:document-content>",
+             "meta.xml": f'<?xml version="1.0" encoding="UTF-8"?><office:document-meta {ODF_NS}>{meta}'
+             "</office:document-meta>"}
+    return zip_bytes({**files, **(parts or {})})
+
+
+# -- e-mail ----------------------------------------------------------------------------------------
+def eml_bytes(subject, sender, to, body, html=None, attachments=()):
+    """An RFC 822 message: text body (and an HTML alternative), attachments [(file name, bytes)]."""
+    message = email.message.EmailMessage()
+    message["Subject"], message["From"], message["To"] = subject, sender, to
+    message["Date"] = "Mon, 06 May 2024 09:15:00 +0200"
+    message["Message-ID"] = "<test-1@nordlicht.example>"
+    message.set_content(body)
+    if html:
+        message.add_alternative(html, subtype="html")
+    for name, data in attachments:
+        message.add_attachment(data, maintype="application", subtype="octet-stream", filename=name)
+    if message.is_multipart():
+        message.set_boundary("==grenze==")
+        for n, part in enumerate(message.iter_parts()):
+            if part.is_multipart():
+                part.set_boundary(f"==grenze-{n}==")
+    return message.as_bytes()
+
+
+# -- scans -----------------------------------------------------------------------------------------
+def render_gray(pdf, page, dpi=SCAN_DPI):
+    """(width, height, 8-bit grey pixels) of one page, through `pdftoppm -gray` (PGM)."""
+    done = subprocess.run(["pdftoppm", "-r", str(dpi), "-gray", "-f", str(page), "-l", str(page), "-singlefile", "-"],
+                          input=pdf, capture_output=True, check=True, timeout=120)
+    fields = done.stdout.split(maxsplit=4)  # b"P5", width, height, 255, pixels
+    assert fields[0] == b"P5" and fields[3] == b"255", fields[:4]
+    return int(fields[1]), int(fields[2]), fields[4]
+
+
+def png_bytes(lines, dpi=SCAN_DPI):
+    """A PNG of lines of text on an A4 page (the "photographed notice"), rendered by pdftoppm."""
+    done = subprocess.run(["pdftoppm", "-r", str(dpi), "-gray", "-png", "-singlefile", "-"],
+                          input=sample.pdf_bytes([lines]), capture_output=True, check=True, timeout=120)
+    return done.stdout
+
+
+def char_accuracy(truth, read):
+    """1 - (Levenshtein distance / characters of the truth), whitespace folded. Example: ("abc", "abd") -> 0.667"""
+    a, b = " ".join(truth.split()), " ".join(read.split())
+    previous = list(range(len(b) + 1))
+    for i, x in enumerate(a, 1):
+        current = [i]
+        for j, y in enumerate(b, 1):
+            current.append(min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (x != y)))
+        previous = current
+    return 1 - previous[-1] / max(1, len(a))
+
+
+def scan_pdf(pages, dpi=SCAN_DPI):
+    """A PDF whose pages are images: each page is a list of lines (rendered and scanned) or ("text", lines),
+    a page that keeps its text layer (a mixed PDF). Example: scan_pdf([["Seite eins"]]) -> b"%PDF-1.4 …"
+    """
+    objects = [b"<< /Type /Catalog /Pages 2 0 R >>", None,
+               b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica /Encoding /WinAnsiEncoding >>"]
+    kids = []
+    for page in pages:
+        if isinstance(page, tuple):
+            stream, resources = sample.page_stream(page[1]).replace(b"/F2", b"/F1"), b"/Font << /F1 3 0 R >>"
+        else:
+            width, height, pixels = render_gray(sample.pdf_bytes([page]), 1, dpi)
+            packed = zlib.compress(pixels, 9)
+            objects.append(b"<< /Type /XObject /Subtype /Image /Width %d /Height %d /ColorSpace /DeviceGray "
+                           b"/BitsPerComponent 8 /Filter /FlateDecode /Length %d >>\nstream\n%s\nendstream"
+                           % (width, height, len(packed), packed))
+            stream, resources = b"q 595 0 0 842 0 0 cm /Im1 Do Q", b"/XObject << /Im1 %d 0 R >>" % len(objects)
+        objects.append(b"<< /Length %d >>\nstream\n%s\nendstream" % (len(stream), stream))
+        objects.append(b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 595 842] /Resources << %s >> /Contents %d 0 R >>"
+                       % (resources, len(objects)))
+        kids.append(len(objects))
+    objects[1] = b"<< /Type /Pages /Kids [%s] /Count %d >>" % (b" ".join(b"%d 0 R" % k for k in kids), len(kids))
+    return sample.pdf_file(objects)
+
+
+# -- the test set ----------------------------------------------------------------------------------
+FIRST = ["Anna", "Bernd", "Carla", "Dieter", "Elif", "Frank", "Greta", "Hakan", "Ines", "Jonas", "Katrin", "Lukas",
+         "Mara", "Nils", "Olga", "Paul", "Rita", "Sven", "Tanja", "Uwe"]
+LAST = ["Albers", "Brandt", "Claußen", "Dreyer", "Ehlers", "Fuchs", "Grote", "Hinrichs", "Jansen", "Kröger",
+        "Lüders", "Meyer", "Nissen", "Ohlsen", "Petersen", "Quast", "Rohde", "Schütt", "Thiele", "Vogt",
+        "Wendt", "Ziegler", "Bruns", "Harms", "Lange", "Martens", "Peters", "Stoltenberg", "Timm", "Wulff",
+        "Böhm", "Carstens", "Dittmer", "Evers", "Feddersen", "Gerdes", "Heitmann", "Iwersen", "Jürgens",
+        "Kähler", "Lorenzen", "Möller", "Nagel", "Otten", "Prüß", "Reimers", "Sievers", "Tiedemann",
+        "Voß", "Wiese"]  # 20 x 50 = 1000 names; a second site doubles them to 2000 rows
+ROOMS = ["Verwaltung", "Lager", "Werkstatt", "Versand", "Einkauf"]
+
+
+def phone_rows(count=2000):
+    """The phone list: header row, then `count` rows; row N+1 holds person N (deterministic)."""
+    rows = [["Name", "Vorname", "Durchwahl", "Raum", "Abteilung", "Standort"]]
+    for n in range(count):
+        first, last = FIRST[n % len(FIRST)], LAST[(n // len(FIRST)) % len(LAST)]
+        site = "Hamburg" if n < len(FIRST) * len(LAST) else "Lüneburg"
+        rows.append([last, first, 3000 + n, f"{'AB'[n % 2]}{n % 4 + 1}.{n % 37 + 1:02d}", ROOMS[n % len(ROOMS)], site])
+    return rows
+
+
+def test_set():
+    """{path: bytes} of the test set: a scanned contract, a notice photo, a mixed PDF, .odt, .xlsx, .pptx, .eml."""
+    handbook = ('<text:h text:outline-level="1">Notfallplan Serverraum</text:h><text:h text:outline-level="2">'
+                'Bei Wassereinbruch</text:h><text:list><text:list-item><text:p>Hauptsicherung S4 im Flur abschalten.'
+                '</text:p></text:list-item><text:list-item><text:p>Haustechnik unter Durchwahl 2290 rufen.</text:p>'
+                '</text:list-item></text:list><text:h text:outline-level="2">Zuständigkeiten</text:h><table:table>'
+                '<table:table-row><table:table-cell><text:p>Klimaanlage</text:p></table:table-cell><table:table-cell>'
+                '<text:p>Kältetechnik Reimers, Wartung jeden zweiten Dienstag</text:p></table:table-cell>'
+                '</table:table-row><table:table-row><table:table-cell><text:p>USV</text:p></table:table-cell>'
+                '<table:table-cell><text:p>Batterietausch alle vier Jahre, zuletzt 2022</text:p></table:table-cell>'
+                '</table:table-row></table:table>')
+    slides = [{"title": "Staplerschein", "lines": ["Unterweisung für Flurförderzeuge"]},
+              {"title": "Prüfung", "lines": ["Theorie und Praxis am selben Tag"],
+               "notes": ["Die praktische Prüfung dauert 45 Minuten auf dem Hof hinter Halle 2."]},
+              {"title": "Alter Termin", "lines": ["Prüfung am 3. Februar"], "hidden": True,
+               "notes": ["Dieser Termin entfällt."]}]
+    offer = sample.docx_bytes([("berschrift1", "Angebot Etikettendrucker"),
+                               (None, "Zwölf Etikettendrucker Zebra ZT411 kosten zusammen 18.960 Euro netto."),
+                               ("berschrift2", "Lieferung"), (None, "Lieferung in Kalenderwoche 22 frei Haus.")])
+    mixed = [("text", ["Anlage 1: Schlüsselliste", "", "Tor 7 und Tor 8 öffnet der Schlüssel Nummer 4417."]),
+             ["Hofordnung", "", "Die Hofeinfahrt wird um 22 Uhr verschlossen.", "Lkw warten auf dem Parkplatz Süd."]]
+    return {
+        "vertraege/mietvertrag-scan.pdf": scan_pdf(SCAN_TEXT),
+        "aushang/kantine.png": png_bytes(NOTICE_TEXT),
+        "vertraege/anlagen-gemischt.pdf": scan_pdf(mixed),
+        "technik/notfallplan.odt": odf_bytes(".odt", handbook),
+        "verwaltung/telefonliste.xlsx": xlsx_bytes([{"name": "Telefonliste", "rows": phone_rows()}]),
+        "schulung/stapler.pptx": pptx_bytes(slides),
+        "mail/freigabe-etikettendrucker.eml": eml_bytes(
+            "Freigabe Etikettendrucker", "Jens Hollander <j.hollander@nordlicht.example>",
+            "Einkauf <einkauf@nordlicht.example>", "Hallo,\n\ndas Angebot im Anhang ist freigegeben. Bitte bis "
+            "Freitag bestellen.\n\nJens Hollander", attachments=[("angebot.docx", offer)])}
+
+
+def main():
+    out = Path(sys.argv[1] if len(sys.argv) > 1 else "office-wiki")
+    for rel, data in test_set().items():
+        (out / rel).parent.mkdir(parents=True, exist_ok=True)
+        (out / rel).write_bytes(data)
+        print(f"{out / rel}: {len(data)} Bytes")
+
+
+if __name__ == "__main__":
+    main()
