@@ -299,6 +299,24 @@ def main():
     install_model(cache)
     install_embed_model(cache)
     install_answer_model(cache, args.answer_model)
+    report_speed(args.answer_model)
+
+
+def report_speed(choice):
+    """Once per answer model: how fast this machine reads prompts, and what that means before the first answer
+    (rag/models/speed.py). A server that does not start costs one line, never the setup."""
+    from rag.models import llm, speed
+    model = config.cache_answer_model_path(choice or config.installed_answer_choice())
+    measured = speed.stored(model)
+    if measured is None:
+        say("messe die Lesegeschwindigkeit des Antwortmodells (einmalig, einige Sekunden) …")
+        try:
+            measured = speed.measure(model)
+        except (RuntimeError, OSError, llm.LLMError) as exc:
+            say(f"Lesegeschwindigkeit nicht gemessen ({exc}) – bench/ask_latency.py misst sie später")
+            return
+    if measured:
+        say(speed.expectation(measured["tokens_per_s"]))
 
 
 if __name__ == "__main__":
