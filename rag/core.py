@@ -92,6 +92,7 @@ class Settings:
     guard: str = "on"  # rag/answer/guard.py: on | off (off: only to measure what the guard does)
     expand: str = None  # rag/search/expand.py METHODS: also search what the answer model makes of the question; None: off
     rewrite: bool = False  # rag/search/expand.py: the model rewrites a follow-up that leans on the history (--chat)
+    reader: object = None  # who asks: rag/store/access.py Reader(name, groups); None = one who reads everything
 
 
 @dataclasses.dataclass
@@ -146,7 +147,7 @@ def open_index(settings):
     """(store, meta, mode): the index (SQLite file or PostgreSQL, rag/store/sqlite.py) must exist and be built;
     without FTS5, vector mode."""
     try:
-        conn = store.open_store(settings.db)
+        conn = store.open_store(settings.db, reader=settings.reader)  # the store hides what the reader may not see
         meta = conn.meta()
     except store.StoreError as exc:
         raise CoreError(str(exc))

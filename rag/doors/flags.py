@@ -26,6 +26,7 @@ import sys
 
 from rag import config
 from rag import core
+from rag.doors import users
 from rag.privacy import detect
 from rag.privacy import mask as privacy
 from rag.search import expand
@@ -86,13 +87,14 @@ EPILOG = ("Umgebungsvariablen: RAG_DB, LLAMA_EMBEDDING, RAG_EMBED_MODEL, LLAMA_S
           "RAG_EMBED_VIA, RAG_EMBED_URL, RAG_EMBED_MODEL_NAME, RAG_API_KEY, RAG_LLM_MODEL_NAME, "
           "RAG_MODE, RAG_VECTOR_WEIGHT, RAG_FLOOR_COSINE, RAG_AUDIT, RAG_PII, RAG_PII_KINDS, RAG_PII_KEEP, "
           "RAG_UNDER, RAG_GUARD, RAG_ANN, RAG_STEPS, RAG_EXPAND, RAG_EXPAND_METHOD, RAG_REWRITE; für --serve: "
-          "RAG_SERVE_HOST, RAG_SERVE_PORT, RAG_SERVE_KEY, RAG_SERVE_SLOTS, RAG_SERVE_QUEUE.")
+          "RAG_SERVE_HOST, RAG_SERVE_PORT, RAG_SERVE_KEY, RAG_SERVE_SLOTS, RAG_SERVE_QUEUE, RAG_USERS, "
+          "RAG_TRUST_PROXY_HEADER, RAG_PROXY_FROM.")
 
 
 def parse_ask(argv=None):
     """ask_rag.py's flags, checked (a bad value: one German line, exit code 2)."""
     parser = argparse.ArgumentParser(description=DESCRIPTION, epilog=EPILOG)
-    for add in (add_ask_models, add_ranking, add_answering, add_output, add_protection, add_doors):
+    for add in (add_ask_models, add_ranking, add_answering, add_output, add_protection, add_doors, users.add_flags):
         add(parser)
     args = parser.parse_args(joined_kinds(sys.argv[1:] if argv is None else argv))
     args.server = args.server.rstrip("/").removesuffix("/v1")  # an OpenAI base URL (…/v1) works too
