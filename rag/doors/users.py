@@ -57,7 +57,7 @@ def key_matches(given, stored):
 
 def line_of(text, name):
     """The line of [users.NAME] in the file, for messages. Example: "\\n[users.jana]" , "jana" -> 2"""
-    found = re.search(rf"^\s*\[\s*users\.{re.escape(name)}\s*\]", text, re.M)
+    found = re.search(rf"^[ \t]*\[[ \t]*users\.{re.escape(name)}[ \t]*\]", text, re.M)
     return text[:found.start()].count("\n") + 1 if found else 1
 
 
@@ -69,7 +69,10 @@ def load(path):
     except OSError as exc:
         raise UsersError(f"Benutzerdatei {path} nicht lesbar ({exc.strerror}) – Pfad mit --users/RAG_USERS prüfen")
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise UsersError(f"Benutzerdatei {path}: kein gültiges TOML ({exc}) – die Zeile korrigieren")
+        at = re.search(r"\(at line (\d+)", str(exc))
+        line = at.group(1) if at else (text.count("\n") + 1 if isinstance(exc, tomllib.TOMLDecodeError) else 1)
+        reason = re.sub(r"\s*\(at [^)]*\)", "", str(exc))
+        raise UsersError(f"Benutzerdatei {path}, Zeile {line}: kein gültiges TOML ({reason}) – die Zeile korrigieren")
     users = data.get("users", {})
     if not isinstance(users, dict) or set(data) - {"users"}:
         raise UsersError(f"Benutzerdatei {path}, Zeile 1: nur Tabellen [users.NAME] erlaubt")

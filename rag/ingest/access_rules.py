@@ -52,7 +52,7 @@ def page_rule(path, rel):
     except OSError:
         return None
     head = head.replace("\r\n", "\n")
-    match = FRONT_MATTER.match(head, LEADING.match(head).end())  # also after blank or image lines, as pages.py
+    match = FRONT_MATTER.match(head[LEADING.match(head).end():])  # also after blank or image lines, as pages.py
     yaml = (match.group(1) or "") if match else ""
     found = ACCESS_LINE.search(yaml)
     if not found:
