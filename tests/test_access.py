@@ -12,6 +12,7 @@ import requests
 from conftest import assert_one_error_line, run_script, write_wiki
 from fake_server import FakeLlamaServer
 from rag import core
+from rag.answer import audit
 from rag import store
 from rag.doors import common, mcp_server, users
 from rag.ingest import access_rules
@@ -223,3 +224,57 @@ def test_terminal_as_and_mcp_see_only_the_readers_pages(served):
         for q in ATTACKS for folder in ({}, {"folder": "personal/"})]
     assert not leaked(json.dumps([listed, found], ensure_ascii=False))
     assert common.folders(settings) == ["mail/", "netzwerk/"]
+
+
+# -- the audit log, for a works council -----------------------------------------------------------
+def test_the_audit_line_names_a_pseudonym_and_can_keep_no_text(served, tmp_path):
+    env, _, _ = served
+    log = tmp_path / "audit.jsonl"
+    old = {"time": "2020-01-01T00:00:00+00:00", "question": "alt", "chunks": []}
+    log.write_text(json.dumps(old) + "\n", encoding="utf-8")
+    env = {**env, "RAG_AUDIT": str(log), "RAG_AUDIT_SECRET": "nur-die-admin"}
+    with FakeLlamaServer(answer=["Der Drucker heißt PR-204", " [1]."]) as fake:
+        for extra in ((), ("--audit-no-text",)):
+            result = run_script("ask_rag.py", "--as", "max", "--audit-days", "30", *extra, "Wie heißt der Drucker?",
+                                env={**env, "LLAMA_SERVER_URL": fake.url})
+            assert result.returncode == 0, result.stderr
+    lines = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()]
+    assert len(lines) == 2  # the 2020 line is gone (--audit-days 30)
+    assert lines[0]["user"] == lines[1]["user"] == audit.pseudonym("max", "nur-die-admin") != audit.pseudonym("max", "x")
+    assert "max" not in json.dumps(lines) and lines[0]["question"] == "Wie heißt der Drucker?"
+    assert lines[1]["question"] is None and lines[1]["answer"] is None and "Drucker?" not in json.dumps(lines[1])
+    assert lines[1]["question_sha256"] == audit.sha256("Wie heißt der Drucker?") and lines[1]["citations"]
+
+
+# -- what the shared statistics tell: measured -----------------------------------------------------
+PROBES = ["Zorblax", "Zorblax Drucker", "Drucker Mailbox", "Mailbox Quota Drucker", "Zorblaxgehalt", "Drucker Toner",
+          "Toner Mailbox", "Quota Drucker"]
+HIDDEN_PAGE = {  # the same length of search text: only which words it holds differs ("drucker" is on open pages too)
+    "with": "# Akte\n\nZorblax Drucker Drucker Drucker Mailbox Quota Toner Zorblax.\n",
+    "without": "# Akte\n\nZorblax Tisch Tisch Tisch Mailbox Quota Toner Zorblax Stuhl Bank Brett.\n"}
+
+
+def test_shared_statistics_do_not_tell_a_forbidden_word(small_wiki, store_env, stores, tmp_path):
+    """Two indexes that differ only in whether a hidden page holds "drucker": a reader without the right gets
+    byte for byte the same --json --explain output (scores, ranks, coverage, search text) for every probe.
+    Before BM25 counted the reader's own document frequencies, 6 of 16 probes differed (docs/rechte.md)."""
+    path = tmp_path / "users.toml"
+    users.add_user(str(path), "max", ["it"])
+    write_wiki(small_wiki, {"drucker2.md": "# Drucker Toner\n\nToner für den Drucker wechseln, Mailbox für Störungen.\n",
+                            "mail/quota.md": "# Quota Mailbox\n\nDie Quota der Mailbox erhöhen: Drucker egal.\n",
+                            "personal/.access": "personal\n"})
+    outputs = {}
+    for name, text in HIDDEN_PAGE.items():
+        write_wiki(small_wiki, {"personal/akte.md": text})
+        env = {**store_env, "RAG_DB": stores.new(name), "RAG_USERS": str(path)}
+        build(small_wiki, env)
+        for mode, question in [("lexical", q) for q in PROBES] + [("hybrid", q) for q in PROBES[:3]]:
+            result = run_script("ask_rag.py", "--as", "max", "--retrieve-only", "--json", "--explain", "--mode", mode,
+                                question, env=env)
+            shown = json.loads(result.stdout)
+            shown.pop("timings")
+            outputs.setdefault((mode, question), []).append(shown)
+    differ = [key for key, (a, b) in outputs.items() if a != b]
+    assert differ == [] and len(outputs) == 11
+    assert all("akte" not in json.dumps(a) for a, _ in outputs.values())
+    assert outputs[("lexical", "Zorblaxgehalt")][0]["query_text"].split()[0] == "zorblaxgehalt"  # not split: no vocab

@@ -194,6 +194,11 @@ def add_output(parser):
     parser.add_argument("--no-audit", action="store_true", help="nichts ins Audit-Log schreiben")
     parser.add_argument("--audit-show", type=int, metavar="N",
                         help="Eintrag N des Audit-Logs lesbar zeigen (1 = ältester, -1 = neuester)")
+    parser.add_argument("--audit-days", type=int, default=config.env_int("RAG_AUDIT_DAYS", None), metavar="N",
+                        help="Audit-Zeilen älter als N Tage löschen (RAG_AUDIT_DAYS; Standard: behalten)")
+    parser.add_argument("--audit-no-text", action="store_true", default=os.environ.get("RAG_AUDIT_NO_TEXT") == "1",
+                        help="kein Text von Frage und Antwort ins Audit-Log, nur Hashes und Prüfungen (RAG_AUDIT_NO_TEXT=1)")
+    parser.set_defaults(audit_secret=os.environ.get("RAG_AUDIT_SECRET"))  # the pseudonym's key: never a flag (ps)
 
 
 def add_protection(parser):
@@ -258,6 +263,8 @@ def check_ask(args):
         usage_error("--top-k und --max-per-file müssen mindestens 1 sein")
     if (args.serve_slots is not None and args.serve_slots < 1) or (args.serve_queue or 0) < 0:
         usage_error("--serve-slots muss mindestens 1 sein, --serve-queue mindestens 0")
+    if args.audit_days is not None and args.audit_days < 1:
+        usage_error("--audit-days/RAG_AUDIT_DAYS muss mindestens 1 sein")
     if not 0 <= args.port <= 65535:
         usage_error(f"--port {args.port} gibt es nicht – 1 bis 65535 angeben (0 = ein freier)")
 

@@ -17,6 +17,7 @@ so no step above them ever sees a hidden chunk: nothing is filtered after a top 
 Does not handle: reading the rules from the wiki (rag/ingest/access_rules.py), users and keys
 (rag/doors/users.py), rules per chunk (a page is the unit).
 """
+import math
 from collections import namedtuple
 
 Reader = namedtuple("Reader", "name groups")  # groups: None = reads everything; a tuple = open pages + these groups
@@ -64,3 +65,21 @@ def changed(old, new):
     out = {path: new.get(path) for path in old if old[path] != new.get(path)}
     out.update({path: groups for path, groups in new.items() if groups is not None and old.get(path) != groups})
     return out
+
+
+def idf(total, df):
+    """BM25's inverse document frequency as FTS5 computes it (≤ 0 becomes 1e-6). Example: idf(10, 1) -> 1.8458…"""
+    value = math.log((total - df + 0.5) / (df + 0.5))
+    return value if value > 0 else 1e-6
+
+
+def rescored(rows, parts, ratios, limit):
+    """BM25 with the reader's own document frequencies: FTS5's bm25() is a sum over the query's phrases, so each
+    phrase's part (its single-phrase bm25, parts[i]: {doc_id: score}) is scaled by idf(reader) / idf(whole index).
+    rows: [(bm25, doc_id, text)] of every match; returns them rescored, best first, ties by id, `limit` of them.
+
+    Example: rows [(3.0, 7, "a b")], parts [{7: 1.0}, {7: 2.0}], ratios [2.0, 0.5] -> [(3.0, 7, "a b")]
+    """
+    out = [(sum(part.get(doc_id, 0.0) * r for part, r in zip(parts, ratios)), doc_id, text) for _, doc_id, text in rows]
+    out.sort(key=lambda row: (-row[0], row[1]))
+    return out if limit is None else out[:limit]

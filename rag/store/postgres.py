@@ -287,11 +287,10 @@ class PostgresStore:
         rows, tokens = int(meta.get("lexical_rows", 0)), int(meta.get("lexical_tokens", 0))
         if not rows:
             return []
-        counts = self.conn.execute(
-            "SELECT (SELECT count(*) FROM docs WHERE tsv @@ q::tsquery) FROM unnest(%s::text[]) WITH ORDINALITY AS "
-            "x(q, n) ORDER BY n", ([tsquery([[alt]]) for alt in phrases],)).fetchall()
-        idf = [math.log((rows - n + 0.5) / (n + 0.5)) for n, in counts]
-        idf = [x if x > 0 else 1e-6 for x in idf]  # as FTS5 does for words in more than half of the rows
+        counts = self.conn.execute(  # the reader's own N and document frequencies (access.idf); avgdl stays the index's
+            "SELECT (SELECT count(*) FROM docs WHERE tsv @@ q::tsquery AND NOT (path = ANY(%s))) FROM unnest(%s::text[]) "
+            "WITH ORDINALITY AS x(q, n) ORDER BY n", (self.hidden, [tsquery([[alt]]) for alt in phrases])).fetchall()
+        idf = [access.idf(self.lexical_count() if self.hidden else rows, n) for n, in counts]
         return [tuple(r) for r in self.conn.execute(BM25_SQL, {
             "words": [w for w, _ in phrases], "prefix": [p for _, p in phrases], "idf": idf, "query": tsquery(groups),
             "avgdl": tokens / rows, "limit": limit, "hidden": self.hidden}).fetchall()]

@@ -196,9 +196,25 @@ class SQLiteStore:
         BM25 as FTS5 computes it (k1 1.2, b 0.75), heading weighted 2:1 over the body.
         """
         hide, params = self.hiding("rowid")
-        return self.conn.execute(
+        rows = self.conn.execute(
             f"SELECT -bm25(fts, 2.0, 1.0), rowid, heading || ' ' || body FROM fts WHERE fts MATCH ?{hide} "
-            "ORDER BY 1 DESC, rowid LIMIT ?", (match_query(groups), *params, -1 if limit is None else limit)).fetchall()
+            "ORDER BY 1 DESC, rowid LIMIT ?", (match_query(groups), *params, -1 if limit is None or hide else limit)
+        ).fetchall()
+        return self.own_frequencies(rows, groups, limit) if hide and rows else rows
+
+    def own_frequencies(self, rows, groups, limit):
+        """The rows' BM25 with the reader's own N and document frequencies (rag/store/access.py rescored), so no
+        score or rank depends on what a hidden page contains; avgdl stays the whole index's."""
+        hide, params = self.hiding("rowid")
+        total, visible = self.conn.execute("SELECT COUNT(*) FROM fts").fetchone()[0], self.lexical_count()
+        parts, ratios = [], []
+        for phrase in [alt for group in groups for alt in group]:
+            query = match_query([[phrase]])
+            parts.append(dict((i, s) for s, i in self.conn.execute(
+                f"SELECT -bm25(fts, 2.0, 1.0), rowid FROM fts WHERE fts MATCH ?{hide}", (query, *params))))
+            whole = self.conn.execute("SELECT COUNT(*) FROM fts WHERE fts MATCH ?", (query,)).fetchone()[0]
+            ratios.append(access.idf(visible, len(parts[-1])) / access.idf(total, whole))
+        return access.rescored(rows, parts, ratios, limit)
 
     def matching(self, alternatives):
         """How many chunks the reader may see contain any of these (word, prefix) alternatives."""
