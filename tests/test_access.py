@@ -3,6 +3,7 @@ stores; the users file, keys and proxy headers; no canary byte through any door 
 Fakes: conftest's llama-embedding (vectors count mailbox, vpn, drucker, passwort), fake_server.py's llama-server.
 The real stack is in test_real_access.py.
 """
+import dataclasses
 import json
 import os
 
@@ -164,55 +165,77 @@ def test_proxy_headers_count_only_when_trusted_and_only_from_the_proxy():
     assert users.identify({"Remote-User": "max", "Remote-Groups": "it"}, "::1", trusted) == ("max", ("it",))
 
 
-# -- every door, as a user with and without the right --------------------------------------------
+# -- every door, as a user with and without the right, on both stores --------------------------
 @pytest.fixture
-def served(wiki, fake_embedding, tmp_path):
-    build(wiki, fake_embedding)
+def served(wiki, store_env, tmp_path):
+    build(wiki, store_env)
     path = tmp_path / "users.toml"
     keys = {name: users.add_user(str(path), name, groups) for name, groups in
             (("jana", ["personal"]), ("max", ["it"]))}
-    return {**os.environ, **fake_embedding, "RAG_SERVE_KEY": "", "RAG_USERS": str(path)}, keys, path
+    return {**os.environ, **store_env, "RAG_SERVE_KEY": "", "RAG_USERS": str(path)}, keys, path
 
 
 ATTACKS = ["Wie hoch ist das Gehaltsband der Drucker-Techniker?", "Gibt es eine Abmahnung wegen des Druckers?",
-           "Welches Budget haben die Drucker?", "Drucker"]
+           "Welches Budget haben die Drucker?", "Drucker", "Gehaltsband", "Was verdienen Techniker im Jahr?",
+           "Welches Aktenzeichen hat die Abmahnung zum PR-204?", "Budget für Drucker in Euro",
+           "Personalakte Drucker-Techniker", "Wer hat eine Abmahnung bekommen?", "Gehaltsbänder aller Abteilungen",
+           "Leitung Budget Drucker"]
+SEARCH_PHRASES = '["Gehaltsband Techniker", "Abmahnung Akte", "Budget Euro"]'  # an expansion aimed at the canaries
+
+
+def page_and_api(server, auth, questions):
+    """Every answer of the page (plain, folder filter personal/, follow-up) and the API (plain, streamed)."""
+    history = [{"role": "user", "content": questions[0]}, {"role": "assistant", "content": "Dazu?"}]
+    got = [requests.get(server.url + p, headers=auth, timeout=10) for p in ("/api/folders", "/v1/models")]
+    for question in questions:
+        for body in ({"question": question}, {"question": question, "under": "personal/"},
+                     {"question": "Und wie viel genau?", "history": history}):
+            got.append(requests.post(server.url + "/api/ask", json=body, headers=auth, timeout=30))
+        for stream in (False, True):
+            got.append(requests.post(server.url + "/v1/chat/completions", headers=auth, timeout=30, json={
+                "model": "wiki/personal", "stream": stream, "messages": [{"role": "user", "content": question}]}))
+    return got
 
 
 def test_no_canary_byte_through_any_door_without_the_right(served):
     env, keys, _ = served
+    seen, asked = [], 0
     with FakeLlamaServer(answer=["Siehe", " [1]."]) as fake, Serving({**env, "LLAMA_SERVER_URL": fake.url}) as server:
-        seen = []
         for who in ("max", "jana"):
-            auth = {"Authorization": f"Bearer {keys[who]}"}
-            got = [requests.get(server.url + p, headers=auth, timeout=10) for p in ("/api/folders", "/v1/models")]
-            for question in ATTACKS:
-                history = [{"role": "user", "content": ATTACKS[0]}, {"role": "assistant", "content": "Dazu?"}]
-                for body in ({"question": question}, {"question": question, "under": "personal/"},
-                             {"question": "Und wie viel genau?", "history": history}):
-                    got.append(requests.post(server.url + "/api/ask", json=body, headers=auth, timeout=30))
-                for stream in (False, True):
-                    got.append(requests.post(server.url + "/v1/chat/completions", headers=auth, timeout=30, json={
-                        "model": "wiki/personal", "stream": stream, "messages": [{"role": "user", "content": question}]}))
+            got = page_and_api(server, {"Authorization": f"Bearer {keys[who]}"}, ATTACKS if who == "max" else ATTACKS[:2])
+            asked += len(got) - 2 if who == "max" else 0
             seen.append(" ".join(f"{r.status_code} {dict(r.headers)} {r.text}" for r in got))
-            prompts = json.dumps(fake.requests, ensure_ascii=False)
+            seen.append(json.dumps(fake.requests, ensure_ascii=False))  # what the model was shown
             fake.requests.clear()
-            seen.append(prompts)
         wrong = requests.post(server.url + "/api/ask", json={"question": ATTACKS[0]}, timeout=10,
                               headers={"Authorization": "Bearer falsch"})
-    assert leaked(seen[0]) == [] and leaked(seen[1]) == []  # max: no response, header, or prompt to the model
+    assert asked == 60 and leaked(seen[0]) == [] and leaked(seen[1]) == []  # max: no response, header or prompt
     assert '{"folders": ["mail/", "netzwerk/"]}' in seen[0] and "wiki/personal" not in seen[0].split("/v1")[0]
     assert "Zorblax" in seen[2] and "98765" in seen[2] and "personal/" in seen[2]  # jana gets her pages
     assert "Flarnkraut" not in seen[2] + seen[3]  # leitung.md: neither of them
     assert wrong.status_code == 401 and "Schlüssel" in wrong.json()["error"] and not leaked(wrong.text)
 
 
+@pytest.mark.parametrize("method, replies", [("phrases", [SEARCH_PHRASES]), ("choose", ["[1, 2, 3]"]), ("prf", None)])
+def test_expansions_search_only_the_readers_pages(served, method, replies):
+    env, keys, _ = served
+    with FakeLlamaServer(answer=["Siehe", " [1]."], replies=replies or ["[]"]) as fake, \
+            Serving({**env, "LLAMA_SERVER_URL": fake.url}, "--expand", "--expand-method", method) as server:
+        got = [requests.post(server.url + "/api/ask", json={"question": q}, timeout=30,
+                             headers={"Authorization": f"Bearer {keys['max']}"}) for q in ATTACKS]
+        shown = json.dumps(fake.requests, ensure_ascii=False)
+    text = " ".join(r.text for r in got)
+    assert all(r.status_code == 200 for r in got) and leaked(text + shown) == []
+    assert '"searched"' in text or method == "prf"  # the expansion ran
+
+
 def test_terminal_as_and_mcp_see_only_the_readers_pages(served):
     env, _, path = served
     for question in ATTACKS:
         max_ = run_script("ask_rag.py", "--as", "max", "--retrieve-only", "--json", "--explain", question, env=env)
-        jana = run_script("ask_rag.py", "--as", "jana", "--retrieve-only", "--json", question, env=env)
         assert max_.returncode == 0 and not leaked(max_.stdout + max_.stderr), max_.stdout
-        assert jana.returncode == 0
+    for question in ATTACKS[:3]:
+        jana = run_script("ask_rag.py", "--as", "jana", "--retrieve-only", "--json", question, env=env)
         assert "gehalt.md" in jana.stdout or "fall.md" in jana.stdout or question == ATTACKS[2], jana.stdout
     unknown = run_script("ask_rag.py", "--as", "niemand", "Frage?", env=env)
     assert_one_error_line(unknown, "niemand", "Benutzerdatei")
@@ -222,7 +245,13 @@ def test_terminal_as_and_mcp_see_only_the_readers_pages(served):
     found = [mcp_server.handle({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
         "name": "search_wiki", "arguments": {"query": q, "k": 20, **folder}}}, settings)
         for q in ATTACKS for folder in ({}, {"folder": "personal/"})]
-    assert not leaked(json.dumps([listed, found], ensure_ascii=False))
+    with FakeLlamaServer(answer=["Siehe", " [1]."]) as fake:
+        answered = [mcp_server.handle({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {
+            "name": "ask_wiki", "arguments": {"question": q}}}, dataclasses.replace(settings, server=fake.url))
+            for q in ATTACKS]
+        shown = json.dumps(fake.requests, ensure_ascii=False)
+    assert not leaked(json.dumps([listed, found, answered], ensure_ascii=False) + shown)
+    assert all(not a["result"].get("isError") for a in answered)
     assert common.folders(settings) == ["mail/", "netzwerk/"]
 
 
