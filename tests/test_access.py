@@ -49,8 +49,11 @@ def build(wiki, env, *args):
 def test_rules_inherit_and_the_page_wins(tmp_path):
     write_wiki(tmp_path, {"a/.access": "hr\n# Kommentar\nleitung\n", "a/b/c.md": "x", "a/d.md": "---\naccess: [it]\n---\nx",
                           "a/e/.access": "", "a/e/f.md": "x", "g.md": "x", "h.md": "\n---\naccess: []\n---\nx"})
-    rules = access_rules.read_rules(tmp_path, ["a/b/c.md", "a/d.md", "a/e/f.md", "g.md", "h.md"])
-    assert rules == {"a/b/c.md": ("hr", "leitung"), "a/d.md": ("it",), "a/e/f.md": (), "g.md": None, "h.md": ()}
+    (tmp_path / "u16.md").write_bytes("---\naccess: [hr]\n---\nx".encode("utf-16"))  # with its byte order mark
+    os.mkfifo(tmp_path / "fifo.md")  # pages.py skips it; reading its rule must not block
+    rules = access_rules.read_rules(tmp_path, ["a/b/c.md", "a/d.md", "a/e/f.md", "g.md", "h.md", "u16.md", "fifo.md"])
+    assert rules == {"a/b/c.md": ("hr", "leitung"), "a/d.md": ("it",), "a/e/f.md": (), "g.md": None, "h.md": (),
+                     "u16.md": ("hr",), "fifo.md": None}
 
 
 def test_a_malformed_rule_stops_the_run_naming_file_and_line(wiki, fake_embedding):

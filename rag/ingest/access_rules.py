@@ -20,6 +20,7 @@ from rag.ingest.pages import FRONT_MATTER, LEADING, warn, yaml_list
 
 GROUP = re.compile(r"[\w][\w.-]*")  # a group name: letters, digits, _ . - (e.g. personal, betriebsrat, it-ops)
 ACCESS_LINE = re.compile(r"^access:", re.M)
+HEAD_BYTES = 20000  # the front matter is read from the first bytes of a page
 
 
 class RuleError(Exception):
@@ -48,9 +49,14 @@ def page_rule(path, rel):
     if path.suffix.lower() not in (".md", ".txt"):
         return None
     try:
-        head = path.read_text(encoding="utf-8", errors="replace")[:20000].lstrip("\ufeff")
+        if not path.is_file():  # a FIFO or a device: pages.py skips it, and reading it would block
+            return None
+        with open(path, "rb") as page:
+            raw = page.read(HEAD_BYTES)
     except OSError:
         return None
+    utf16 = raw.startswith((b"\xff\xfe", b"\xfe\xff"))  # as pages.py reads it: UTF-16 with a byte order mark
+    head = raw.decode("utf-16" if utf16 else "utf-8", errors="replace").lstrip("\ufeff")
     head = head.replace("\r\n", "\n")
     match = FRONT_MATTER.match(head[LEADING.match(head).end():])  # also after blank or image lines, as pages.py
     yaml = (match.group(1) or "") if match else ""
