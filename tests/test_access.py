@@ -101,6 +101,21 @@ def test_the_store_hides_what_a_reader_may_not_read(wiki, store_env):
     assert match_it == match_all - 3  # document frequencies count only what the reader may see
 
 
+def test_hnsw_keeps_searching_until_enough_allowed_chunks_came(wiki, fake_embedding, pg_server):
+    env = {**fake_embedding, "RAG_DB": pg_server.database("hnsw")}
+    build(wiki, env, "--ann")  # the HNSW index now, not from 50,000 chunks on
+    q = [0.0, 0.0, 1.0, 0.0, 1.0]  # "drucker": the three hidden pages are the nearest
+    hidden, seen = store.open_store(env["RAG_DB"], reader=Reader("max", ("it",))), store.open_store(env["RAG_DB"])
+    try:
+        scan, everything = hidden.vector_scan(q, 3, ann=True), seen.vector_scan(q, 3, ann=True)
+        paths = {r.path for r in hidden.sources([i for _, i in scan.ranking]).values()}
+        top = {r.path for r in seen.sources([i for _, i in everything.ranking]).values()}
+    finally:
+        hidden.close(), seen.close()
+    assert scan.method == "hnsw" and len(scan.ranking) == 3 and not leaked(" ".join(paths))
+    assert {"personal/gehalt.md", "leitung.md"} <= top  # without the rule they would have come first
+
+
 def test_a_changed_rule_needs_no_new_embeddings(wiki, store_env):
     build(wiki, store_env)
     (wiki / "personal" / ".access").write_text("personal\nit\n", encoding="utf-8")
