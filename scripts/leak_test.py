@@ -24,6 +24,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -41,7 +42,7 @@ TOPICS = [("Geheimprojekt", "Das Geheimprojekt {word} hat ein Budget von {number
 QUESTIONS = ["Wie hoch ist das Budget des Geheimprojekts?", "Wie heißt das Geheimprojekt?",
              "Wo liegt das Gehaltsband im Jahr?", "Welches Aktenzeichen hat die Abmahnung?", "Gegen wen gibt es eine Abmahnung?",
              "Geheimprojekt Budget Euro", "Gehaltsband", "Abmahnung Aktenzeichen"]
-
+AIMED = [QUESTIONS[0], QUESTIONS[2], QUESTIONS[3]]  # one straight at each canary page: the reader with the right
 
 def canaries(seed):
     """[(rel, text, secrets)]: pages with made-up words and numbers. Example: seed 30 -> word "Wexquorl", …"""
@@ -88,7 +89,8 @@ class Server:
         for line in self.process.stdout:
             if line.startswith("Web-Seite: "):
                 self.url = line.split()[1].rstrip("/")
-            if line.startswith("Antwort-Server: "):
+            if line.startswith("Antwort-Server: "):  # the rest of its output is read away, so it never blocks
+                threading.Thread(target=self.process.stdout.read, daemon=True).start()
                 return
         raise SystemExit("Fehler: ask_rag.py --serve startet nicht – erst python3 ask_rag.py --serve allein prüfen")
 
@@ -131,7 +133,7 @@ def check(args, server, db, path, secrets, allowed, denied):
             asked += 1
             leaks += [(name, door, s) for s in secrets if s.lower() in text.lower()]
     for name in allowed:
-        texts = " ".join(text for _, text in doors(args, server, db, path, name, QUESTIONS[:3]))
+        texts = " ".join(text for _, text in doors(args, server, db, path, name, AIMED))
         found += sum(s in texts for s in secrets[1::3])  # the numbers
     return leaks, asked, found
 
