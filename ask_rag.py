@@ -32,6 +32,7 @@ from rag import core
 from rag.answer import audit
 from rag.doors import flags
 from rag.doors import terminal
+from rag.doors import users
 
 
 def main():
@@ -39,6 +40,9 @@ def main():
     if args.audit_show is not None:
         print(audit.show(args.audit or audit.default_path(args.db), args.audit_show))
         return
+    if args.add_user or args.users or args.as_user or args.trust_proxy_header:
+        if users_first(args):  # --add-user: done; else who asks is known now (rag/doors/users.py)
+            return
     if args.serve or args.mcp:
         return serve(args)
     if args.chat:
@@ -53,6 +57,21 @@ def main():
     terminal.answer(events, args)
 
 
+def users_first(args):
+    """--add-user (prints the key once, as the last line), else args.reader/args.auth; True when done."""
+    try:
+        if args.add_user:
+            if not args.users:
+                raise users.UsersError("--add-user braucht --users FILE (die Benutzerdatei)")
+            key = users.add_user(args.users, args.add_user, [g.strip() for g in args.groups.split(",") if g.strip()])
+            print(f"Benutzer {args.add_user} in {args.users} angelegt. Schlüssel (wird nur jetzt gezeigt):\n{key}")
+            return True
+        users.resolve(args)
+    except users.UsersError as exc:
+        terminal.fail(str(exc))
+    return False
+
+
 def serve(args):
     """The long-running doors: the same core, their own formats (rag/doors/web.py, rag/doors/mcp_server.py)."""
     from rag.doors import mcp_server
@@ -60,7 +79,8 @@ def serve(args):
     settings = flags.settings_from(args)
     try:
         if args.serve:
-            return web.serve(settings, args.host, args.port, args.serve_key, args.serve_slots, args.serve_queue)
+            return web.serve(settings, args.host, args.port, args.serve_key, args.serve_slots, args.serve_queue,
+                             args.auth)
         return mcp_server.serve(settings)
     except core.CoreError as exc:
         terminal.fail(str(exc))

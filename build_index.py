@@ -13,7 +13,8 @@ Steps, in the order of the post, each one call into rag/ingest/:
   3. embed    many chunks per call: a llama-server --embeddings started for the run (--embed-via spawn),
               llama-embedding processes as in the post (binary) or a running OpenAI-compatible endpoint
               (server) (embed_chunks.py)
-  4. store    docs + vectors + search text in knowledge.db (rag/store/), one transaction per page (indexing.py)
+  4. store    docs + vectors + search text in knowledge.db (rag/store/), one transaction per page (indexing.py);
+              who may read each page (.access files, front matter access:) first (access_rules.py)
 
 Incremental: unchanged pages are skipped, a chunk already in the index reuses its vector, and a
 crash leaves every page entirely old or entirely new; the next run finishes the job. Bad input
@@ -29,7 +30,7 @@ from pathlib import Path
 
 from rag import config
 from rag import store
-from rag.doors import flags, forget
+from rag.doors import flags, forget, users
 from rag.ingest import chunking, embed_chunks, formats, indexing, pages, report, watch
 
 
@@ -50,6 +51,7 @@ def build(args):
     present = set()  # the paths that are still pages, filled while reading
     try:
         known = index.pages()
+        indexing.sync_access(index, wiki, found, known_groups(args))  # who may read what, before any page is written
         # 1. read every page; those that changed come as text, one by one
         changed = pages.read_changed(wiki, found, known, chunking.settings(args.max_chars), args.pdftotext,
                                      stats, present)
@@ -80,6 +82,16 @@ def build(args):
 
 
 # -- flags -----------------------------------------------------------------------------------------
+def known_groups(args):
+    """The groups of --users (for the warning about a rule naming an unknown group); None without a users file."""
+    if not args.users:
+        return None
+    try:
+        return {g for user in users.load(args.users).values() for g in user.groups}
+    except users.UsersError as exc:
+        raise SystemExit(f"Fehler: {exc}")
+
+
 def parse_flags():
     """The flags, with their environment variables as defaults (--db, --model … from rag/doors/flags.py)."""
     batch, max_chars, interval = embed_chunks.BATCH, chunking.MAX_CHARS, watch.WATCH_INTERVAL
@@ -115,6 +127,8 @@ def parse_flags():
                         help=f"PostgreSQL: HNSW-Index für die Vektorsuche jetzt anlegen (sonst ab "
                              f"{store.ANN_MIN_CHUNKS:,} Chunks von selbst)".replace(",", "."))
     forget.add_flags(parser)  # --forget PATH, --vacuum, --audit, --forget-log (rag/doors/forget.py)
+    parser.add_argument("--users", default=config.env_str("RAG_USERS", ""), metavar="FILE",
+                        help="Benutzerdatei: warnt vor Rechte-Regeln mit Gruppen, die kein Benutzer hat (RAG_USERS)")
     parser.add_argument("--watch", action="store_true",
                         help="weiterlaufen und geänderte Seiten neu indexieren (Strg-C beendet)")
     parser.add_argument("--interval", type=float, default=interval,

@@ -92,6 +92,10 @@ class Settings:
     guard: str = "on"  # rag/answer/guard.py: on | off (off: only to measure what the guard does)
     expand: str = None  # rag/search/expand.py METHODS: also search what the answer model makes of the question; None: off
     rewrite: bool = False  # rag/search/expand.py: the model rewrites a follow-up that leans on the history (--chat)
+    reader: object = None  # who asks: rag/store/access.py Reader(name, groups); None = one who reads everything
+    audit_secret: str = None  # the key of the asker's pseudonym in the audit log (RAG_AUDIT_SECRET); None: no name
+    audit_days: int = None  # audit lines older than this many days are dropped; None: kept
+    audit_no_text: bool = False  # the audit log keeps hashes and checks, no text of question or answer
 
 
 @dataclasses.dataclass
@@ -146,7 +150,7 @@ def open_index(settings):
     """(store, meta, mode): the index (SQLite file or PostgreSQL, rag/store/sqlite.py) must exist and be built;
     without FTS5, vector mode."""
     try:
-        conn = store.open_store(settings.db)
+        conn = store.open_store(settings.db, reader=settings.reader)  # the store hides what the reader may not see
         meta = conn.meta()
     except store.StoreError as exc:
         raise CoreError(str(exc))
@@ -383,7 +387,9 @@ def write_audit(settings, result, raw_sources, meta):
         return
     path = settings.audit or audit.default_path(settings.db)
     try:
-        audit.append(path, audit.entry(result, raw_sources, meta, settings.server if result.llm_called else None))
+        line = audit.entry(result, raw_sources, meta, settings.server if result.llm_called else None)
+        line["user"] = audit.pseudonym(getattr(settings.reader, "name", None), settings.audit_secret)
+        audit.append(path, audit.without_text(line) if settings.audit_no_text else line, settings.audit_days)
     except OSError as exc:
         raise CoreError(f"Audit-Log {path} nicht schreibbar ({exc.strerror}) – Pfad mit --audit/RAG_AUDIT ändern "
                         f"oder --no-audit")

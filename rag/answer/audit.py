@@ -7,11 +7,14 @@ Each entry holds the chunks' content hashes and the prompt's hash: even after th
 `sha256(content)` of a chunk tells whether the answer rested on today's text.
 
 redact() takes a forgotten page out of the log (build_index.py --forget): its lines keep time and hashes.
+Who asked is only a pseudonym (a keyed hash, RAG_AUDIT_SECRET); --audit-days N drops older lines; --audit-no-text
+keeps no text of question or answer (docs/rechte.md, "Was das Audit-Log speichert").
 
 Does not handle: rotation, locking between several writers (lines are appended in one write), the disk
 blocks of the log's old copy (the filesystem frees them; docs/vergessen.md).
 """
 import hashlib
+import hmac
 import json
 import os
 from datetime import datetime, timezone
@@ -49,8 +52,11 @@ def entry(result, raw_sources, meta, server):
         **({"searched": result.searched.as_json()} if result.searched else {})}
 
 
-def append(path, entry):
+def append(path, entry, keep_days=None):
+    """Append one line; keep_days: first drop the lines older than that many days (--audit-days)."""
     line = json.dumps(entry, ensure_ascii=False, sort_keys=True) + "\n"
+    if keep_days is not None and os.path.exists(path):
+        drop_older(path, keep_days)
     with open(path, "a", encoding="utf-8") as f:
         f.write(line)
 
@@ -122,6 +128,50 @@ def replace_file(path, text, size):
         return False
     os.replace(temporary, path)
     return True
+
+
+def drop_older(path, days, now=None):
+    """Rewrite the log without the lines older than `days` days (atomically: a new file renamed over it)."""
+    now = now or datetime.now(timezone.utc)
+    with open(path, encoding="utf-8") as f:
+        lines = f.readlines()
+
+    def recent(line):
+        try:
+            return (now - datetime.fromisoformat(json.loads(line)["time"])).total_seconds() <= days * 86400
+        except (ValueError, KeyError, TypeError):
+            return True  # a line that cannot be read stays; --audit-show names it
+    kept = [line for line in lines if recent(line)]
+    if len(kept) < len(lines):
+        with open(path + ".tmp", "w", encoding="utf-8") as f:
+            f.writelines(kept)
+        os.replace(path + ".tmp", path)
+
+
+def pseudonym(name, secret):
+    """Who asked, as a keyed hash only the holder of the secret can resolve (HMAC-SHA256, 16 hex digits);
+    None without a name (the terminal, --serve-key) or without a secret (RAG_AUDIT_SECRET).
+
+    Example: pseudonym("jana", "geheim") -> "p-…" (the same for jana every time; another secret, another value)
+    """
+    if not name or not secret:
+        return None
+    return "p-" + hmac.new(secret.encode("utf-8"), name.encode("utf-8"), hashlib.sha256).hexdigest()[:16]
+
+
+def without_text(e):
+    """The entry with no text of the question or the answer (--audit-no-text): their hashes and the checks only.
+
+    Example: {"question": "Wie?", "answer": "So [1].", …} -> {"question": None, "question_sha256": "…", "answer": None, …}
+    """
+    e = dict(e, question=None, question_sha256=sha256(e.get("question") or ""), answer=None,
+             answer_sha256=sha256(e.get("answer") or ""), evidence=None, searched=None, unsupported=None,
+             support=[{"verdict": s.get("verdict")} for s in e.get("support") or []] or e.get("support"))
+    if e.get("grounding"):
+        e["grounding"] = {k: v for k, v in e["grounding"].items() if k not in ("answer", "facts")}
+    if e.get("guard"):
+        e["guard"] = {k: len(v) if isinstance(v, list) else v for k, v in e["guard"].items()}
+    return e
 
 
 def read(path):
@@ -199,8 +249,9 @@ def show(path, number):
         raise SystemExit(f"Fehler: Eintrag {number} gibt es nicht – das Audit-Log hat {len(entries)} Einträge.")
     e = entries[number - 1 if number > 0 else number]
     lines = [f"Zeit:      {e.get('time')}",
-             f"Frage:     {e.get('question')}"]
+             f"Frage:     {e.get('question') if e.get('question') is not None else 'nicht gespeichert'}"]
     lines += searched_lines(e.get("searched"))
+    lines += [f"Wer:       {e['user']} (Pseudonym)"] if e.get("user") else []
     lines += [f"Server:    {e.get('server')} (Modell {e.get('model')})",
               f"Suche:     {e.get('mode')}, Stufe {e.get('strategy')}",
               f"Prompt:    sha256 {e.get('prompt_sha256')}",

@@ -95,7 +95,7 @@ def folders(settings):
     Example: pages mail/a.md, mail/b/c.md, x.md -> ["mail/"]
     """
     try:
-        index = store.open_store(settings.db)
+        index = store.open_store(settings.db, reader=settings.reader)  # only the folders this reader may see
     except store.StoreError:
         return []
     try:
@@ -104,9 +104,10 @@ def folders(settings):
         index.close()
 
 
-def request_settings(settings, under=None, top_k=None, retrieve_only=False):
-    """A copy of the door's settings for one request (its folder filter, its k)."""
-    changes = {"under": search.folder(under) if under else settings.under, "retrieve_only": retrieve_only}
+def request_settings(settings, under=None, top_k=None, retrieve_only=False, reader=None):
+    """A copy of the door's settings for one request (its folder filter, its k, who asks: rag/store/access.py)."""
+    changes = {"under": search.folder(under) if under else settings.under, "retrieve_only": retrieve_only,
+               "reader": reader or settings.reader}
     if top_k is not None:
         changes["top_k"] = top_k
     return dataclasses.replace(settings, **changes)

@@ -26,6 +26,7 @@ import sys
 
 from rag import config
 from rag import core
+from rag.doors import users
 from rag.privacy import detect
 from rag.privacy import mask as privacy
 from rag.search import expand
@@ -86,13 +87,14 @@ EPILOG = ("Umgebungsvariablen: RAG_DB, LLAMA_EMBEDDING, RAG_EMBED_MODEL, LLAMA_S
           "RAG_EMBED_VIA, RAG_EMBED_URL, RAG_EMBED_MODEL_NAME, RAG_API_KEY, RAG_LLM_MODEL_NAME, "
           "RAG_MODE, RAG_VECTOR_WEIGHT, RAG_FLOOR_COSINE, RAG_AUDIT, RAG_PII, RAG_PII_KINDS, RAG_PII_KEEP, "
           "RAG_UNDER, RAG_GUARD, RAG_ANN, RAG_STEPS, RAG_EXPAND, RAG_EXPAND_METHOD, RAG_REWRITE; für --serve: "
-          "RAG_SERVE_HOST, RAG_SERVE_PORT, RAG_SERVE_KEY, RAG_SERVE_SLOTS, RAG_SERVE_QUEUE.")
+          "RAG_SERVE_HOST, RAG_SERVE_PORT, RAG_SERVE_KEY, RAG_SERVE_SLOTS, RAG_SERVE_QUEUE, RAG_USERS, "
+          "RAG_TRUST_PROXY_HEADER, RAG_PROXY_FROM.")
 
 
 def parse_ask(argv=None):
     """ask_rag.py's flags, checked (a bad value: one German line, exit code 2)."""
     parser = argparse.ArgumentParser(description=DESCRIPTION, epilog=EPILOG)
-    for add in (add_ask_models, add_ranking, add_answering, add_output, add_protection, add_doors):
+    for add in (add_ask_models, add_ranking, add_answering, add_output, add_protection, add_doors, users.add_flags):
         add(parser)
     args = parser.parse_args(joined_kinds(sys.argv[1:] if argv is None else argv))
     args.server = args.server.rstrip("/").removesuffix("/v1")  # an OpenAI base URL (…/v1) works too
@@ -192,6 +194,11 @@ def add_output(parser):
     parser.add_argument("--no-audit", action="store_true", help="nichts ins Audit-Log schreiben")
     parser.add_argument("--audit-show", type=int, metavar="N",
                         help="Eintrag N des Audit-Logs lesbar zeigen (1 = ältester, -1 = neuester)")
+    parser.add_argument("--audit-days", type=int, default=config.env_int("RAG_AUDIT_DAYS", None), metavar="N",
+                        help="Audit-Zeilen älter als N Tage löschen (RAG_AUDIT_DAYS; Standard: behalten)")
+    parser.add_argument("--audit-no-text", action="store_true", default=os.environ.get("RAG_AUDIT_NO_TEXT") == "1",
+                        help="kein Text von Frage und Antwort ins Audit-Log, nur Hashes und Prüfungen (RAG_AUDIT_NO_TEXT=1)")
+    parser.set_defaults(audit_secret=os.environ.get("RAG_AUDIT_SECRET"))  # the pseudonym's key: never a flag (ps)
 
 
 def add_protection(parser):
@@ -256,6 +263,8 @@ def check_ask(args):
         usage_error("--top-k und --max-per-file müssen mindestens 1 sein")
     if (args.serve_slots is not None and args.serve_slots < 1) or (args.serve_queue or 0) < 0:
         usage_error("--serve-slots muss mindestens 1 sein, --serve-queue mindestens 0")
+    if args.audit_days is not None and args.audit_days < 1:
+        usage_error("--audit-days/RAG_AUDIT_DAYS muss mindestens 1 sein")
     if not 0 <= args.port <= 65535:
         usage_error(f"--port {args.port} gibt es nicht – 1 bis 65535 angeben (0 = ein freier)")
 

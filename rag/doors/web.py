@@ -22,13 +22,15 @@ Load: at most SLOTS questions run at once (the answer server's slots, its /props
 QUEUE more wait for one; beyond that the reply comes at once: HTTP 503 with Retry-After and
 "Der Server ist ausgelastet, bitte in N s erneut fragen." (N: the median time of recent questions).
 
-Does not handle: TLS (put a reverse proxy in front), users or rights per folder, limits per client.
+Users (--users FILE) each get answers only from the pages they may read: the request's Reader goes into the
+settings, the store hides the rest (rag/doors/users.py, rag/store/access.py, docs/rechte.md).
+
+Does not handle: TLS (put a reverse proxy in front), limits per client.
 """
 import base64
 import collections
 import contextlib
 import hashlib
-import hmac
 import ipaddress
 import itertools
 import json
@@ -47,6 +49,8 @@ from rag import core
 from rag.doors import common as doors
 from rag.doors import openai_api
 from rag.doors import terminal
+from rag.doors import users
+from rag.doors.users import key_ok  # noqa: F401  (the one key check, rag/doors/users.py)
 from rag.models import llm
 
 HOST = "127.0.0.1"  # loopback only, unless a key is set
@@ -110,26 +114,6 @@ def loopback(host):
         return False
 
 
-def key_ok(header, key):
-    """Does the Authorization header carry the key? Bearer KEY, or Basic with KEY as password.
-
-    Example: key_ok("Bearer geheim", "geheim") -> True; key_ok("Basic OmdlaGVpbQ==", "geheim") -> True
-    """
-    if not key:
-        return True
-    scheme, _, value = (header or "").partition(" ")
-    if scheme.lower() == "bearer":
-        given = value.strip()
-    elif scheme.lower() == "basic":
-        try:
-            given = base64.b64decode(value.strip(), validate=True).decode("utf-8").partition(":")[2]
-        except (ValueError, UnicodeDecodeError):
-            return False
-    else:
-        return False
-    return hmac.compare_digest(given.encode("utf-8"), key.encode("utf-8"))
-
-
 def csp(page):
     """The page's Content-Security-Policy: only its own inline <script> and <style>, by sha256."""
     def hashes(tag):
@@ -165,8 +149,8 @@ def with_status_line(events):
 
 
 class State:
-    def __init__(self, settings, key, gate):
-        self.settings, self.key, self.gate = settings, key, gate
+    def __init__(self, settings, auth, gate):
+        self.settings, self.auth, self.gate = settings, auth, gate  # auth: rag/doors/users.py Auth
         text = PAGE.read_text(encoding="utf-8")
         self.page, self.csp = text.encode("utf-8"), csp(text)
 
@@ -234,7 +218,10 @@ class Handler(BaseHTTPRequestHandler):
 
     # -- requests --------------------------------------------------------------------------
     def authorised(self):
-        if key_ok(self.headers.get("Authorization"), self.state.key):
+        """Who asks (rag/doors/users.py): self.settings becomes the door's settings for that reader."""
+        reader = users.identify(self.headers, self.client_address[0], self.state.auth)
+        if reader is not None:
+            self.settings = doors.request_settings(self.state.settings, reader=reader)
             return True
         self.send_error_json(401, "Schlüssel fehlt oder ist falsch – Authorization: Bearer SCHLÜSSEL senden "
                                   "(--serve-key / RAG_SERVE_KEY)", api=self.path.startswith("/v1/"),
@@ -268,9 +255,9 @@ class Handler(BaseHTTPRequestHandler):
         if path == "/":
             self.send_page()
         elif path == "/api/folders":
-            self.send_json(200, {"folders": doors.folders(self.state.settings)})
+            self.send_json(200, {"folders": doors.folders(self.settings)})
         elif path == "/v1/models":
-            self.send_json(200, openai_api.models(doors.folders(self.state.settings)))
+            self.send_json(200, openai_api.models(doors.folders(self.settings)))
         elif path == "/health":
             self.send_json(200, {"status": "ok", "slots": self.state.gate.slots, "queue": self.state.gate.queue})
         else:
@@ -307,7 +294,7 @@ class Handler(BaseHTTPRequestHandler):
         under = body.get("under") if isinstance(body.get("under"), str) else None
         question = body.get("question") if isinstance(body.get("question"), str) else ""
         history = openai_api.turns(body.get("history"))  # the page's last turns: a follow-up is read against them
-        events = doors.answer_events(question, doors.request_settings(self.state.settings, under), history)
+        events = doors.answer_events(question, doors.request_settings(self.settings, under), history)
         first = self.first(events, api=False)
         if first is None:
             return
@@ -322,7 +309,7 @@ class Handler(BaseHTTPRequestHandler):
         question, history = openai_api.question_and_history(body.get("messages"))
         model = body.get("model") if isinstance(body.get("model"), str) else openai_api.MODEL
         under = body.get("under") if isinstance(body.get("under"), str) else openai_api.folder_of(model)
-        events = doors.answer_events(question, doors.request_settings(self.state.settings, under), history)
+        events = doors.answer_events(question, doors.request_settings(self.settings, under), history)
         first = self.first(events, api=True)
         if first is None:
             return
@@ -362,13 +349,16 @@ class Server(ThreadingHTTPServer):
 
 
 
-def serve(settings, host=HOST, port=PORT, key=None, slots=None, queue=None):
-    """Serve the page and the API until Ctrl-C or SIGTERM; expected failures raise core.CoreError."""
+def serve(settings, host=HOST, port=PORT, key=None, slots=None, queue=None, auth=None):
+    """Serve the page and the API until Ctrl-C or SIGTERM; expected failures raise core.CoreError.
+    auth: users, --serve-key and the proxy settings (rag/doors/users.py Auth); else the one key."""
+    auth = auth or users.Auth(serve_key=key)
+    key = auth.serve_key or auth.users or auth.trust_proxy
     if not loopback(host) and not key:
         raise core.CoreError(f"--host {host} ist von anderen Rechnern erreichbar – nur mit Schlüssel starten "
                              f"(--serve-key / RAG_SERVE_KEY) oder --host 127.0.0.1")
     core.open_index(settings)[0].close()  # no index: say so now, not at the first question
-    state = State(settings, key, None)
+    state = State(settings, auth, None)
     try:
         httpd = Server((host, port), state)
     except OSError as exc:

@@ -19,11 +19,12 @@ import time
 from pathlib import Path
 
 from rag import store
-from rag.ingest import embed_chunks
+from rag.ingest import access_rules, embed_chunks
 from rag.ingest.chunking import embedded_text
 from rag.ingest.pages import warn
 from rag.models import embed_binary
 from rag.models.embedding import EmbeddingError, model_mismatch
+from rag.store import access
 from rag.text import german
 from rag.text import safety
 
@@ -163,13 +164,27 @@ def forget_gone(index, known, present):
     return gone
 
 
+def sync_access(index, wiki, rels, known_groups=None):
+    """Write the rules of the wiki's pages (rag/ingest/access_rules.py) where they differ from the index's,
+    before any page is written (a new page is never open for a moment); returns the paths changed."""
+    try:
+        rules = access_rules.read_rules(wiki, rels, known_groups)
+    except access_rules.RuleError as exc:
+        raise SystemExit(f"Fehler: {exc}")
+    changes = access.changed(index.access(), rules)
+    if changes:
+        index.write_access(changes)
+    return sorted(changes)
+
+
 def refresh_search(index):
-    """Relearn the compound vocabulary from the indexed text; rewrite every search text if it changed."""
+    """Relearn the compound vocabulary from the indexed text of the open pages (a word of a page with a rule
+    never shows in another reader's compound splits); rewrite every search text if it changed."""
     meta = index.meta()
     if meta.get("vocab_dirty") != "1" and meta.get("search_version") == german.SEARCH_VERSION:
         return
-    rows = index.texts()
-    vocab = german.learn_vocabulary(h + "\n" + c for _, h, c in rows)
+    rows, restricted = index.texts(), index.restricted_ids()
+    vocab = german.learn_vocabulary(h + "\n" + c for i, h, c in rows if i not in restricted)
     if vocab != index.vocab() or meta.get("search_version") != german.SEARCH_VERSION:
         words = json.loads(meta.get("page_words") or "{}")  # front matter title and tags (with_search_text)
         ids = [i for i, _, _ in rows] if words else []

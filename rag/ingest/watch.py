@@ -21,7 +21,7 @@ WATCH_INTERVAL = 2.0  # --watch: seconds between two looks at the wiki (a change
 
 
 def snapshot(wiki):
-    """{path: (mtime_ns, size, inode)} of every page: what a poll compares. Example: {"a.md": (1733…, 120, 4711)}"""
+    """{path: (mtime_ns, size, inode)} of every page and .access file: what a poll compares. Example: {"a.md": (1733…, 120, 4711)}"""
     found = {}
     for rel in find_pages(wiki):
         try:
@@ -29,6 +29,11 @@ def snapshot(wiki):
         except OSError:
             continue
         found[rel] = (st.st_mtime_ns, st.st_size, st.st_ino)
+    for folder in {parent for rel in list(found) for parent in Path(rel).parents}:  # rule files (access_rules.py)
+        rule = wiki / folder / ".access"
+        if rule.is_file():
+            st = rule.stat()
+            found[str(folder / ".access")] = (st.st_mtime_ns, st.st_size, st.st_ino)
     return found
 
 

@@ -14,16 +14,17 @@ from rag.store.base import ANN_MIN_CHUNKS, Chunk, Row, Store, StoreError, is_pos
 from rag.store.sqlite import SQLiteStore
 
 
-def open_store(db, create=False, rebuild=False):
+def open_store(db, create=False, rebuild=False, reader=None):
     """The store behind --db: PostgreSQL for a postgresql:// DSN (rag/store/postgres.py), else the SQLite file.
 
     create: make the tables (build_index.py); rebuild: build a fresh index beside the old one, which
-    `finish()` puts in its place. Raises StoreError (German, names the fix).
+    `finish()` puts in its place; reader: rag/store/access.py Reader, whose hidden pages no reading method
+    returns (None: everything). Raises StoreError (German, names the fix).
     """
     if is_postgres(db):
         from rag.store import postgres  # only here: SQLite users never read it
-        return postgres.PostgresStore(db, create=create, rebuild=rebuild)
-    return SQLiteStore(db, create=create, rebuild=rebuild)
+        return postgres.PostgresStore(db, create=create, rebuild=rebuild, reader=reader)
+    return SQLiteStore(db, create=create, rebuild=rebuild, reader=reader)
 
 
 def database_errors():

@@ -65,10 +65,13 @@ class Store(Protocol):
     def scrub(self, vacuum) -> int: """After deletions the bytes too (secure delete, merges, WAL); the WAL bytes left."""
     def raw_files(self) -> list: """The files that hold the index's bytes, where this process can read them."""
     def leftovers(self, needles) -> dict: """{table: live rows whose text holds any of these strings}."""
+    def access(self) -> dict: """{path: (groups…)} of every page with a rule (rag/store/access.py)."""
+    def write_access(self, rules) -> None: """Set these pages' rules ({path: groups, None = open}), one transaction."""
+    def restricted_ids(self) -> set: """Doc ids of the chunks of pages with a rule (kept out of the vocabulary)."""
     def finish(self, ann=None) -> None: """End of an index run (--rebuild: the new index takes the old one's place)."""
     def close(self) -> None: """Close, and release the writer lock."""
 
-    # -- reading
+    # -- reading: only what the reader of open_store(reader=…) may see (rag/store/access.py)
     def lexical(self, groups, limit) -> list: """[(BM25, doc_id, search text)] of one cascade stage, best first."""
     def matching(self, alternatives) -> int: """How many chunks contain any of these (word, prefix) alternatives."""
     def search_text(self, doc_id) -> str: """The folded search text of one chunk."""

@@ -29,8 +29,8 @@ import math
 import operator
 import sys
 
-from rag.store import postgres_erase
-from rag.store import vectors
+from rag.store import access, postgres_erase, vectors
+from rag.store.postgres_text import tsquery, vector_text
 from rag.store.base import ANN_MIN_CHUNKS, LOCK_WAIT, Row, StoreError, busy_message, wait_for
 from rag.store.postgres_setup import TABLES, connect, describe, ensure_extension, masked, psycopg_module
 
@@ -49,6 +49,7 @@ WITH phrase AS (
     SELECT * FROM unnest(%(words)s::text[], %(prefix)s::bool[], %(idf)s::float8[]) AS p(word, prefix, idf)
 ), hit AS (
     SELECT id, tsv, search_len, search_heading || ' ' || search_body AS text FROM docs WHERE tsv @@ %(query)s::tsquery
+    AND NOT (path = ANY(%(hidden)s::text[]))
 )
 SELECT (SELECT coalesce(sum(p.idf * f.freq * {K1 + 1} / (f.freq + {K1} * ({1 - B} + {B} * h.search_len / %(avgdl)s))), 0)
         FROM phrase p CROSS JOIN LATERAL (
@@ -60,26 +61,11 @@ FROM hit h ORDER BY 1 DESC, 2 LIMIT %(limit)s
 """
 
 
-def vector_text(values):
-    """Python floats -> pgvector's text form with the float32 values exactly. Example: [0.5, 1.0] -> "[0.5,1.0]\""""
-    return "[" + ",".join(map(repr, vectors.floats(vectors.pack(values)))) + "]"
-
-
-def tsquery(groups):
-    """One cascade stage as a tsquery: AND over groups, OR within.
-
-    Example: [[("frist", False), ("kuendi", True)], [("drucker", False)]] -> "('frist' | 'kuendi':*) & ('drucker')"
-    """
-    def lexeme(word, prefix):
-        return "'" + word.replace("\\", "\\\\").replace("'", "''") + "'" + (":*" if prefix else "")
-    return " & ".join("(" + " | ".join(lexeme(w, p) for w, p in group) + ")" for group in groups)
-
-
 class PostgresStore:
     """The index in a PostgreSQL database; see the module docstring."""
     kind = "postgres"
 
-    def __init__(self, dsn, create=False, rebuild=False):
+    def __init__(self, dsn, create=False, rebuild=False, reader=None):
         self.dsn, self.label = dsn, masked(dsn)
         self.schema = REBUILD_SCHEMA if rebuild else SCHEMA
         self.session = {}  # settings sent to this connection (see `settings`)
@@ -89,6 +75,7 @@ class PostgresStore:
             if create:  # a writer: the lock first, before anything is created or dropped
                 self.lock()
             self.open(create, rebuild)
+            self.hidden = self.hidden_paths(access.groups_of(reader))
         except (psycopg.Error, StoreError) as exc:
             self.conn.close()
             raise exc if isinstance(exc, StoreError) else StoreError(describe(dsn, exc))
@@ -122,6 +109,17 @@ class PostgresStore:
                 self.conn.execute("INSERT INTO meta VALUES ('schema_version', '1') ON CONFLICT DO NOTHING")
         self.conn.execute(f"SET search_path TO {self.schema}, {where[0]}")
         self.check_dimension()
+
+    def hidden_paths(self, groups):
+        """The paths hidden from these groups, sorted ([] for a reader of everything, or an index without rules)."""
+        if groups is None or not self.conn.execute("SELECT to_regclass('access') IS NOT NULL").fetchone()[0]:
+            return []
+        sql, params = access.hidden_sql(groups, "%s")
+        return sorted(p for p, in self.conn.execute(sql, params))
+
+    def hiding(self):
+        """(" AND NOT (path = ANY(…))", params) that hides the reader's pages; ("", []) when nothing is hidden."""
+        return (" AND NOT (path = ANY(%s::text[]))", [self.hidden]) if self.hidden else ("", [])
 
     def column_dimension(self):
         """D of the column vector(D); -1 while no vector fixed it."""
@@ -160,6 +158,8 @@ class PostgresStore:
         return self.conn.execute("SELECT count(*) FROM docs").fetchone()[0]
 
     def lexical_count(self):
+        if self.hidden:  # the chunks the reader may see
+            return self.conn.execute("SELECT count(*) FROM docs WHERE NOT (path = ANY(%s))", (self.hidden,)).fetchone()[0]
         return int(self.meta().get("lexical_rows", 0))
 
     # -- writing (the writer lock is held from open_store(create=True) to close)
@@ -201,6 +201,7 @@ class PostgresStore:
     def delete_page(self, path):
         with self.conn.transaction():
             self.remove(path)
+            self.conn.execute("DELETE FROM access WHERE path = %s", (path,))  # forgotten: its rule goes with it
             self.set_meta(vocab_dirty=1)
 
     def scrub(self, vacuum):
@@ -213,6 +214,19 @@ class PostgresStore:
 
     def leftovers(self, needles):
         return postgres_erase.leftovers(self.conn, needles)
+
+    def access(self):  # as SQLiteStore's
+        return access.rules(self.conn.execute("SELECT path, grp FROM access ORDER BY path, grp").fetchall())
+
+    def write_access(self, rules):
+        with self.conn.transaction():
+            for path, groups in sorted(rules.items()):
+                self.conn.execute("DELETE FROM access WHERE path = %s", (path,))
+                self.conn.cursor().executemany("INSERT INTO access VALUES (%s, %s)", access.rows(path, groups))
+            self.set_meta(vocab_dirty=1)
+
+    def restricted_ids(self):
+        return {i for i, in self.conn.execute("SELECT id FROM docs WHERE path IN (SELECT path FROM access)")}
 
     def texts(self):
         return self.conn.execute("SELECT id, heading, content FROM docs ORDER BY id").fetchall()
@@ -270,46 +284,53 @@ class PostgresStore:
         rows, tokens = int(meta.get("lexical_rows", 0)), int(meta.get("lexical_tokens", 0))
         if not rows:
             return []
-        counts = self.conn.execute(
-            "SELECT (SELECT count(*) FROM docs WHERE tsv @@ q::tsquery) FROM unnest(%s::text[]) WITH ORDINALITY AS "
-            "x(q, n) ORDER BY n", ([tsquery([[alt]]) for alt in phrases],)).fetchall()
-        idf = [math.log((rows - n + 0.5) / (n + 0.5)) for n, in counts]
-        idf = [x if x > 0 else 1e-6 for x in idf]  # as FTS5 does for words in more than half of the rows
+        counts = self.conn.execute(  # the reader's own N and document frequencies (access.idf); avgdl stays the index's
+            "SELECT (SELECT count(*) FROM docs WHERE tsv @@ q::tsquery AND NOT (path = ANY(%s))) FROM unnest(%s::text[]) "
+            "WITH ORDINALITY AS x(q, n) ORDER BY n", (self.hidden, [tsquery([[alt]]) for alt in phrases])).fetchall()
+        idf = [access.idf(self.lexical_count() if self.hidden else rows, n) for n, in counts]
         return [tuple(r) for r in self.conn.execute(BM25_SQL, {
             "words": [w for w, _ in phrases], "prefix": [p for _, p in phrases], "idf": idf, "query": tsquery(groups),
-            "avgdl": tokens / rows, "limit": limit}).fetchall()]
+            "avgdl": tokens / rows, "limit": limit, "hidden": self.hidden}).fetchall()]
 
     def matching(self, alternatives):
-        return self.conn.execute("SELECT count(*) FROM docs WHERE tsv @@ %s::tsquery",
-                                 (tsquery([alternatives]),)).fetchone()[0]
+        hide, params = self.hiding()
+        return self.conn.execute(f"SELECT count(*) FROM docs WHERE tsv @@ %s::tsquery{hide}",
+                                 (tsquery([alternatives]), *params)).fetchone()[0]
 
     def search_text(self, doc_id):
-        row = self.conn.execute("SELECT search_heading || ' ' || search_body FROM docs WHERE id = %s",
-                                (doc_id,)).fetchone()
+        hide, params = self.hiding()
+        row = self.conn.execute(f"SELECT search_heading || ' ' || search_body FROM docs WHERE id = %s{hide}",
+                                (doc_id, *params)).fetchone()
         return row[0] if row else ""
 
     # -- reading: chunks and vectors
     def folders(self):
         """The index's top-level folders, sorted (as SQLiteStore.folders)."""
-        rows = self.conn.execute("SELECT DISTINCT substr(path, 1, strpos(path, '/')) FROM docs WHERE strpos(path, '/') > 0")
+        hide, params = self.hiding()
+        rows = self.conn.execute(f"SELECT DISTINCT substr(path, 1, strpos(path, '/')) FROM docs WHERE "
+                                 f"strpos(path, '/') > 0{hide}", params)
         return sorted(row[0] for row in rows)
 
     def ids_below(self, prefix):
-        return {d for d, in self.conn.execute("SELECT id FROM docs WHERE starts_with(path, %s)", (prefix,))}
+        hide, params = self.hiding()
+        return {d for d, in self.conn.execute(f"SELECT id FROM docs WHERE starts_with(path, %s){hide}", (prefix, *params))}
 
     def section(self, path, heading):
-        return self.conn.execute("SELECT chunk_index, content FROM docs WHERE path = %s AND heading = %s "
-                                 "ORDER BY chunk_index", (path, heading)).fetchall()
+        hide, params = self.hiding()
+        return self.conn.execute(f"SELECT chunk_index, content FROM docs WHERE path = %s AND heading = %s{hide} "
+                                 "ORDER BY chunk_index", (path, heading, *params)).fetchall()
 
     def sources(self, doc_ids):
-        rows = self.conn.execute("SELECT id, path, chunk_index, heading, content, flags FROM docs WHERE id = ANY(%s)",
-                                 (list(doc_ids),))
+        hide, params = self.hiding()
+        rows = self.conn.execute(f"SELECT id, path, chunk_index, heading, content, flags FROM docs WHERE id = ANY(%s)"
+                                 f"{hide}", (list(doc_ids), *params))
         return {r[0]: Row(r[0], r[1], r[2], r[3], r[4], json.loads(r[5])) for r in rows}
 
     def stored(self, doc_ids):
         """{doc_id: (float32 values as Python floats, |v|²)}, as rag/store/vectors.py reads them from SQLite."""
-        rows = self.conn.cursor(binary=True).execute("SELECT id, embedding::real[] FROM docs WHERE id = ANY(%s)",
-                                                     (list(doc_ids),))
+        hide, params = self.hiding()
+        rows = self.conn.cursor(binary=True).execute(f"SELECT id, embedding::real[] FROM docs WHERE id = ANY(%s){hide}",
+                                                     (list(doc_ids), *params))
         out = {}
         for doc_id, values in rows:
             exact = list(vectors.floats(vectors.pack(values)))
@@ -344,9 +365,11 @@ class PostgresStore:
         q = q if isinstance(q, vectors.Query) else vectors.prepare(q)
         if self.use_ann(ann):
             wanted = limit + MARGIN  # the graph search keeps ef_search; Python rescores only its best (the cost)
-            self.settings(**{"enable_indexscan": "on", "hnsw.ef_search": max(EF_SEARCH, wanted)})
-            ids = [d for d, in self.conn.execute("SELECT id FROM docs ORDER BY embedding <#> %s::vector LIMIT %s",
-                                                 (vector_text(q.values), wanted))]
+            self.settings(**{"enable_indexscan": "on", "hnsw.ef_search": max(EF_SEARCH, wanted)},
+                          **({"hnsw.iterative_scan": "strict_order"} if self.hidden else {}))  # pgvector ≥ 0.8
+            hide, params = self.hiding()
+            ids = [d for d, in self.conn.execute(f"SELECT id FROM docs WHERE true{hide} ORDER BY embedding <#> %s::vector "
+                                                 "LIMIT %s", (*params, vector_text(q.values), wanted))]
             return vectors.Scan(self.rescore(q, ids, limit), "hnsw", 1, len(ids))
         return vectors.Scan(self.rescore(q, self.exact_candidates(q, limit), limit), "pgvector", 1)
 
@@ -359,8 +382,9 @@ class PostgresStore:
         self.settings(enable_indexscan="off")  # exact: never the HNSW index
         fetch = limit + MARGIN
         while True:
-            rows = self.conn.execute("SELECT id, -(embedding <#> %s::vector) FROM docs ORDER BY 2 DESC LIMIT %s",
-                                     (vector_text(q.values), fetch)).fetchall()
+            hide, params = self.hiding()
+            rows = self.conn.execute(f"SELECT id, -(embedding <#> %s::vector) FROM docs WHERE true{hide} ORDER BY 2 DESC "
+                                     "LIMIT %s", (vector_text(q.values), *params, fetch)).fetchall()
             if not rows:
                 return []
             kth = rows[min(limit, len(rows)) - 1][1]

@@ -10,6 +10,7 @@ Does not handle: queries (rag/store/postgres.py), creating databases or roles.
 """
 import re
 
+from rag.store import access
 from rag.store.base import StoreError
 
 CONNECT_TIMEOUT = 10  # seconds to reach the server
@@ -36,7 +37,7 @@ CREATE INDEX IF NOT EXISTS docs_hash ON docs (content_hash);
 CREATE INDEX IF NOT EXISTS docs_tsv ON docs USING gin (tsv);
 CREATE TABLE IF NOT EXISTS pages (path text PRIMARY KEY, file_hash text NOT NULL, chunks integer NOT NULL);
 CREATE TABLE IF NOT EXISTS vocab (word text PRIMARY KEY);
-"""
+""" + access.POSTGRES_TABLE
 
 
 def psycopg_module():

@@ -16,7 +16,7 @@ import os
 import sqlite3
 import time
 
-from rag.store import vectors
+from rag.store import access, vectors
 from rag.store.base import LOCK_WAIT, Row, StoreError, busy_message, wait_for
 from rag.store.sqlite_file import (connect, delete_page, fts_available, insert_chunk, load_vocab,
                                    read_meta, write_meta)
@@ -45,12 +45,13 @@ class SQLiteStore:
     """The index in one SQLite file (the post's knowledge.db); see the module docstring."""
     kind = "sqlite"
 
-    def __init__(self, path, create=False, rebuild=False, conn=None):
+    def __init__(self, path, create=False, rebuild=False, conn=None, reader=None):
         self.label, self.path = path, path
         self.target = path + ".rebuild" if rebuild else path
         if conn is not None:
             self.conn = conn
             return
+        self.groups = access.groups_of(reader)  # None: reads everything; set after connect (an index without rules)
         if create and not os.path.isdir(os.path.dirname(os.path.abspath(path))):
             raise StoreError(f"Ordner für den Index {path} fehlt – anlegen oder --db / RAG_DB ändern.")
         self.lock = take_lock(path + ".lock", path) if create else None  # before anything is touched
@@ -63,6 +64,29 @@ class SQLiteStore:
         except StoreError:
             self.lock and self.lock.close()
             raise
+        if self.groups is not None and not self.conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'access'"
+                                                             ).fetchone():
+            self.groups = None  # built before rules existed: every page is open
+
+    groups, hidden = None, None  # the reader's groups (None: everything); the doc ids hidden from them, once
+
+    def hiding(self, column):
+        """(" AND column NOT IN …", params) that hides the reader's forbidden pages; ("", []) for a reader of all."""
+        if self.groups is None:
+            return "", []
+        sql, params = access.hidden_sql(self.groups, "?")
+        if column == "path":
+            return f" AND path NOT IN ({sql})", params
+        return f" AND {column} NOT IN (SELECT id FROM docs WHERE path IN ({sql}))", params
+
+    def hidden_ids(self):
+        """The doc ids the reader may not see, as a set (empty for a reader of everything)."""
+        if self.hidden is None and self.groups is None:
+            self.hidden = set()
+        elif self.hidden is None:
+            sql, params = access.hidden_sql(self.groups, "?")
+            self.hidden = {i for i, in self.conn.execute(f"SELECT id FROM docs WHERE path IN ({sql})", params)}
+        return self.hidden
 
     @classmethod
     def wrap(cls, conn):
@@ -115,6 +139,7 @@ class SQLiteStore:
     def delete_page(self, path):
         with self.conn:
             delete_page(self.conn, path)
+            self.conn.execute("DELETE FROM access WHERE path = ?", (path,))  # forgotten: its rule goes with it
             write_meta(self.conn, vocab_dirty=1)
 
     def scrub(self, vacuum):
@@ -156,6 +181,21 @@ class SQLiteStore:
                 found[table] = hits
         return found
 
+    def access(self):
+        """{path: (groups…)} of every page with a rule (rag/store/access.py)."""
+        return access.rules(self.conn.execute("SELECT path, grp FROM access ORDER BY path, grp"))
+
+    def write_access(self, rules):
+        """Set the rules of these pages ({path: groups, None = open}), one transaction; vocabulary relearned."""
+        with self.conn:
+            for path, groups in sorted(rules.items()):
+                self.conn.execute("DELETE FROM access WHERE path = ?", (path,))
+                self.conn.executemany("INSERT INTO access VALUES (?, ?)", access.rows(path, groups))
+            write_meta(self.conn, vocab_dirty=1)
+
+    def restricted_ids(self):
+        return {i for i, in self.conn.execute("SELECT id FROM docs WHERE path IN (SELECT path FROM access)")}
+
     def texts(self):
         return self.conn.execute("SELECT id, heading, content FROM docs ORDER BY id").fetchall()
 
@@ -195,59 +235,85 @@ class SQLiteStore:
     # -- reading: lexical
     def lexical(self, groups, limit):
         """[(BM25, doc_id, search text)] of the chunks matching one cascade stage, best first, ties by id
-        (limit None: all of them).
+        (limit None: all of them); only chunks the reader may see.
 
         BM25 as FTS5 computes it (k1 1.2, b 0.75), heading weighted 2:1 over the body.
         """
-        return self.conn.execute(
-            "SELECT -bm25(fts, 2.0, 1.0), rowid, heading || ' ' || body FROM fts WHERE fts MATCH ? "
-            "ORDER BY 1 DESC, rowid LIMIT ?", (match_query(groups), -1 if limit is None else limit)).fetchall()
+        hide, params = self.hiding("rowid")
+        rows = self.conn.execute(
+            f"SELECT -bm25(fts, 2.0, 1.0), rowid, heading || ' ' || body FROM fts WHERE fts MATCH ?{hide} "
+            "ORDER BY 1 DESC, rowid LIMIT ?", (match_query(groups), *params, -1 if limit is None or hide else limit)
+        ).fetchall()
+        return self.own_frequencies(rows, groups, limit) if hide and rows else rows
+
+    def own_frequencies(self, rows, groups, limit):
+        """The rows' BM25 with the reader's own N and document frequencies (rag/store/access.py rescored), so no
+        score or rank depends on what a hidden page contains; avgdl stays the whole index's."""
+        hide, params = self.hiding("rowid")
+        total, visible = self.conn.execute("SELECT COUNT(*) FROM fts").fetchone()[0], self.lexical_count()
+        parts, ratios = [], []
+        for phrase in [alt for group in groups for alt in group]:
+            query = match_query([[phrase]])
+            parts.append(dict((i, s) for s, i in self.conn.execute(
+                f"SELECT -bm25(fts, 2.0, 1.0), rowid FROM fts WHERE fts MATCH ?{hide}", (query, *params))))
+            whole = self.conn.execute("SELECT COUNT(*) FROM fts WHERE fts MATCH ?", (query,)).fetchone()[0]
+            ratios.append(access.idf(visible, len(parts[-1])) / access.idf(total, whole))
+        return access.rescored(rows, parts, ratios, limit)
 
     def matching(self, alternatives):
-        """How many chunks contain any of these (word, prefix) alternatives."""
-        return self.conn.execute("SELECT COUNT(*) FROM fts WHERE fts MATCH ?",
-                                 (match_query([alternatives]),)).fetchone()[0]
+        """How many chunks the reader may see contain any of these (word, prefix) alternatives."""
+        hide, params = self.hiding("rowid")
+        return self.conn.execute(f"SELECT COUNT(*) FROM fts WHERE fts MATCH ?{hide}",
+                                 (match_query([alternatives]), *params)).fetchone()[0]
 
     def search_text(self, doc_id):
-        row = self.conn.execute("SELECT heading || ' ' || body FROM fts WHERE rowid = ?", (doc_id,)).fetchone()
+        hide, params = self.hiding("rowid")
+        row = self.conn.execute(f"SELECT heading || ' ' || body FROM fts WHERE rowid = ?{hide}",
+                                (doc_id, *params)).fetchone()
         return row[0] if row else ""
 
     def lexical_count(self):
-        return self.conn.execute("SELECT COUNT(*) FROM fts").fetchone()[0]
+        hide, params = self.hiding("rowid")
+        return self.conn.execute(f"SELECT COUNT(*) FROM fts WHERE 1{hide}", params).fetchone()[0]
 
     # -- reading: chunks and vectors
     def sources(self, doc_ids):
         """{doc_id: Row} for these chunks."""
         if not doc_ids:
             return {}
+        hide, params = self.hiding("path")
         rows = self.conn.execute(f"SELECT id, path, chunk_index, heading, content, flags FROM docs WHERE id IN "
-                                 f"({','.join('?' * len(doc_ids))})", list(doc_ids))
+                                 f"({','.join('?' * len(doc_ids))}){hide}", [*doc_ids, *params])
         return {r[0]: Row(r[0], r[1], r[2], r[3], r[4], json.loads(r[5])) for r in rows}
 
     def folders(self):
         """The index's top-level folders, sorted. Example: pages mail/a.md, mail/b/c.md, x.md -> ["mail/"]"""
-        rows = self.conn.execute("SELECT DISTINCT substr(path, 1, instr(path, '/')) FROM docs WHERE instr(path, '/') > 0")
+        hide, params = self.hiding("path")
+        rows = self.conn.execute(f"SELECT DISTINCT substr(path, 1, instr(path, '/')) FROM docs WHERE "
+                                 f"instr(path, '/') > 0{hide}", params)
         return sorted(row[0] for row in rows)
 
     def ids_below(self, prefix):
         """The doc ids of every chunk below a folder prefix ("mail/"), as a set."""
-        rows = self.conn.execute("SELECT id FROM docs WHERE substr(path, 1, ?) = ?", (len(prefix), prefix))
+        hide, params = self.hiding("path")
+        rows = self.conn.execute(f"SELECT id FROM docs WHERE substr(path, 1, ?) = ?{hide}", (len(prefix), prefix, *params))
         return {row[0] for row in rows}
 
     def section(self, path, heading):
         """[(chunk_index, content)] of one page's chunks under one heading path, in order."""
-        return self.conn.execute("SELECT chunk_index, content FROM docs WHERE path = ? AND heading = ? "
-                                 "ORDER BY chunk_index", (path, heading)).fetchall()
+        hide, params = self.hiding("path")
+        return self.conn.execute(f"SELECT chunk_index, content FROM docs WHERE path = ? AND heading = ?{hide} "
+                                 "ORDER BY chunk_index", (path, heading, *params)).fetchall()
 
     def vector_scan(self, q, limit, ann=None):
         """Exact: every vector (rag/store/vectors.py picks python, numpy or sqlite-vec); SQLite has no ANN."""
         if ann:
             raise StoreError("--ann (HNSW) gibt es nur mit PostgreSQL (--db postgresql://…); "
                              "SQLite sucht immer exakt – --ann weglassen")
-        return vectors.scan(self.conn, q, limit)
+        return vectors.scan(self.conn, q, limit, hidden=self.hidden_ids())
 
     def similarities(self, q, doc_ids):
-        return vectors.similarities(self.conn, q, doc_ids)
+        return vectors.similarities(self.conn, q, [d for d in doc_ids if d not in self.hidden_ids()])
 
 
 def database_label(conn):

@@ -12,6 +12,7 @@ Tables (schema version 2):
              the slot of its doc id (layout: rag/store/vectors.py, which reads them): written in place here
     fts      FTS5 table over the German search text (rag/text/german.py), rowid = docs.id
     pages    one row per indexed file: content hash, for incremental runs
+    access   who may read a page: (path, '') marks a page with a rule, (path, group) per group (rag/store/access.py)
     vocab    the words compounds are split against, learned from the wiki
     meta     key/value: schema_version, embed_model, embed_model_size, dim, pooling, floor_cosine
 
@@ -26,6 +27,7 @@ import sqlite3
 import struct
 import sys
 
+from rag.store import access
 from rag.store.base import StoreError
 from rag.store.vectors import BLOCK_SIZE, floats, norm2, pack
 
@@ -49,7 +51,7 @@ CREATE TABLE IF NOT EXISTS docs (
 CREATE INDEX IF NOT EXISTS docs_hash ON docs (content_hash);
 CREATE TABLE IF NOT EXISTS pages (path TEXT PRIMARY KEY, file_hash TEXT NOT NULL, chunks INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS vocab (word TEXT PRIMARY KEY) WITHOUT ROWID;
-""" + VECTOR_SCHEMA
+""" + access.SQLITE_TABLE + "\n" + VECTOR_SCHEMA
 FTS5_SECURE_DELETE = (3, 44, 0)  # FTS5's 'secure-delete' option exists from this SQLite on; older: optimize
 FTS_SCHEMA = "CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(heading, body, tokenize = 'unicode61 remove_diacritics 0')"
 

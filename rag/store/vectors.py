@@ -99,8 +99,17 @@ def read_vectors(conn, doc_ids):
     return out
 
 
-def blocks(conn, share=(0, 1)):
+def by_block(doc_ids):
+    """Doc ids as {block: [slot]}. Example: by_block({3, 1025}) -> {0: [3], 1: [1]}"""
+    out = {}
+    for doc_id in sorted(doc_ids):
+        out.setdefault(doc_id // BLOCK_SIZE, []).append(doc_id % BLOCK_SIZE)
+    return out
+
+
+def blocks(conn, share=(0, 1), hidden=None):
     """Yield (first doc id, norms, vecs, dim) per block; share (k, n): only the k-th of n slices of each block.
+    hidden ({block: [slot]}, by_block): those slots read as empty (norm 0), so no scan ever scores them.
 
     Example: share (1, 2) with BLOCK_SIZE 1024 -> slots 512 … 1023 of every block
     """
@@ -110,6 +119,12 @@ def blocks(conn, share=(0, 1)):
         with conn.blobopen("vector_blocks", "norms", block, readonly=True) as blob:
             blob.seek(lo * 8)
             norms = blob.read((hi - lo) * 8)
+        if hidden and block in hidden:  # a reader's hidden pages: their slots are empty for this scan
+            norms = bytearray(norms)
+            for slot in hidden[block]:
+                if lo <= slot < hi:
+                    norms[(slot - lo) * 8:(slot - lo + 1) * 8] = bytes(8)
+            norms = bytes(norms)
         with conn.blobopen("vector_blocks", "vecs", block, readonly=True) as blob:
             dim = len(blob) // BLOCK_SIZE // 4
             blob.seek(lo * dim * 4)
@@ -148,10 +163,10 @@ def top(scored, limit):
     return heapq.nsmallest(limit, scored, key=lambda pair: (-pair[0], pair[1]))
 
 
-def scan_python(conn, q, limit, share=(0, 1)):
+def scan_python(conn, q, limit, share=(0, 1), hidden=None):
     """[(score, doc_id)] best first over every stored vector (or one share of each block), one process."""
     scored = []
-    for first, norms, vecs, dim in blocks(conn, share):
+    for first, norms, vecs, dim in blocks(conn, share, hidden):
         values = floats(vecs)
         for k, v_norm2 in enumerate(floats(norms, "d")):
             if v_norm2:
@@ -171,7 +186,7 @@ def worker_count():
     return os.cpu_count() or 1
 
 
-def scan_forked(conn, q, limit, workers):
+def scan_forked(conn, q, limit, workers, hidden=None):
     """The Python scan split over `workers` processes (os.fork): each opens its own connection, scores
     its slice of every block and sends its top list through a pipe; same result as scan_python.
 
@@ -190,13 +205,13 @@ def scan_forked(conn, q, limit, workers):
                 os.close(read)
                 own = sqlite3.connect(path, timeout=30)
                 with os.fdopen(write, "wb") as out:
-                    pickle.dump(scan_python(own, q, limit, (k, workers)), out)
+                    pickle.dump(scan_python(own, q, limit, (k, workers), hidden), out)
                 status = 0
             finally:
                 os._exit(status)
         os.close(write)
         children.append((k, pid, read))
-    found = scan_python(conn, q, limit, (0, workers))
+    found = scan_python(conn, q, limit, (0, workers), hidden)
     for k, pid, read in children:
         with os.fdopen(read, "rb") as inp:
             try:
@@ -204,7 +219,7 @@ def scan_forked(conn, q, limit, workers):
             except (EOFError, pickle.UnpicklingError):
                 part = None
         _, status = os.waitpid(pid, 0)
-        found += part if part is not None and status == 0 else scan_python(conn, q, limit, (k, workers))
+        found += part if part is not None and status == 0 else scan_python(conn, q, limit, (k, workers), hidden)
     return top(found, limit)
 
 
@@ -241,13 +256,13 @@ def exact_top(q, limit, kept, error):
     return top([(similarity(q, floats(v), n2), doc_id) for e, doc_id, v, n2 in kept if e >= kth - 2 * error], limit)
 
 
-def scan_numpy(conn, q, limit):
+def scan_numpy(conn, q, limit, hidden=None):
     """float32 matrix-vector product per block (einsum, one thread), keep_candidates, exact_top."""
     import numpy as np
 
     q32 = np.asarray(q.values, dtype=np.float32)
     kept, error = [], None
-    for first, norms, vecs, dim in blocks(conn):
+    for first, norms, vecs, dim in blocks(conn, hidden=hidden):
         error = float32_error(conn, dim) if error is None else error
         used = np.flatnonzero(np.frombuffer(norms, dtype="<f8"))
         matrix = np.frombuffer(vecs, dtype="<f4").reshape(-1, dim)
@@ -266,11 +281,11 @@ WHERE substr(:norms, k * 8 + 1, 8) != zeroblob(8)
 """
 
 
-def scan_sqlite_vec(conn, q, limit):
+def scan_sqlite_vec(conn, q, limit, hidden=None):
     """vec_distance_cosine per used slot, in SQLite; estimate = (1 − distance) · |v|; keep_candidates, exact_top."""
     q32 = pack(q.values)
     kept, error = [], None
-    for first, norms, vecs, dim in blocks(conn):
+    for first, norms, vecs, dim in blocks(conn, hidden=hidden):
         error = float32_error(conn, dim) if error is None else error
         n2 = floats(norms, "d")
         rows = conn.execute(SLOTS_SQL, {"count": len(n2), "vecs": vecs, "norms": norms, "size": dim * 4, "q": q32})
@@ -341,8 +356,9 @@ def snapshot(conn):
         conn.commit()
 
 
-def scan(conn, q, limit, method=None, processes=None):
+def scan(conn, q, limit, method=None, processes=None, hidden=()):
     """Score every stored vector against the normalised question q (list or Query); best `limit` first.
+    hidden: doc ids this reader may not see (rag/store/access.py); they are never scored.
 
     method / processes: force a way (tests, benchmarks); default: `choose`, and for the Python scan
     one process per core from FORK_MIN_FLOATS on (where os.fork exists and the index is a file).
@@ -350,21 +366,21 @@ def scan(conn, q, limit, method=None, processes=None):
     q = q if isinstance(q, Query) else prepare(q)
     count, dim = size(conn)
     work = count * BLOCK_SIZE * dim
-    method = method or choose(conn, work)
+    method, hidden = method or choose(conn, work), by_block(hidden)
     if method == "sqlite-vec" and load_sqlite_vec(conn):
         with snapshot(conn):
-            return Scan(scan_sqlite_vec(conn, q, limit), method, 1)
+            return Scan(scan_sqlite_vec(conn, q, limit, hidden), method, 1)
     if method == "numpy" and numpy_available():
         with snapshot(conn):
-            return Scan(scan_numpy(conn, q, limit), method, 1)
+            return Scan(scan_numpy(conn, q, limit, hidden), method, 1)
     if processes is None:
         processes = worker_count() if work >= FORK_MIN_FLOATS else 1
     if not (hasattr(os, "fork") and database_path(conn)):
         processes = 1
     with snapshot(conn):
         if processes > 1:
-            return Scan(scan_forked(conn, q, limit, processes), "python", processes)
-        return Scan(scan_python(conn, q, limit), "python", 1)
+            return Scan(scan_forked(conn, q, limit, processes, hidden), "python", processes)
+        return Scan(scan_python(conn, q, limit, hidden=hidden), "python", 1)
 
 
 def similarities(conn, q, doc_ids):
