@@ -34,6 +34,7 @@ import json
 import os
 import shutil
 import subprocess
+import threading
 import sys
 import tempfile
 import time
@@ -57,6 +58,7 @@ MAX_TOKENS = 160  # answer length limit, as ask_rag.py (--max-tokens 1 for a fir
 GOAL_EMBED_RETRIEVE_S = 1.0  # question embedding plus retrieval under one second
 GOAL_FIRST_TOKEN_S = 8.0  # issue #10, 2 cores: first answer token (whole process) ≤ 8 s median
 GOAL_WHOLE_S = 20.0  # issue #10, 2 cores: whole answer ≤ 20 s median
+GOAL_STATUS_S = 4.0  # issue 34: a stderr line before the first answer byte, within 4 s of the start, every question
 
 
 def items(limit):
@@ -78,15 +80,26 @@ def copy_wiki(source, target, pages, first=()):
 
 
 def until_first_byte(cmd, env, timeout=300):
-    """(seconds to the first byte on stdout, seconds to the exit). Raises on failure."""
+    """(seconds to the first byte on stdout, seconds to the exit, seconds to the first byte on stderr: the status
+    line, None without one). Raises on failure."""
     start = time.perf_counter()
     process = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=ROOT)
+    status, err = {}, []
+
+    def read_stderr():
+        first = process.stderr.read(1)
+        status["s"] = time.perf_counter() - start if first else None
+        err.append(first + process.stderr.read())
+    reader = threading.Thread(target=read_stderr, daemon=True)
+    reader.start()
     first = process.stdout.read(1)
     seconds = time.perf_counter() - start
-    _, err = process.communicate(timeout=timeout)
+    process.stdout.read()
+    process.wait(timeout=timeout)
+    reader.join(timeout)
     if process.returncode != 0 or not first:
-        raise SystemExit(f"Fehler: ask_rag.py endete mit Code {process.returncode}: {err.decode()[-300:]}")
-    return seconds, time.perf_counter() - start
+        raise SystemExit(f"Fehler: ask_rag.py endete mit Code {process.returncode}: {b''.join(err).decode()[-300:]}")
+    return seconds, time.perf_counter() - start, status.get("s")
 
 
 def prompt_seconds(db, question, chunks):
@@ -160,13 +173,14 @@ def ask_one(question, args, db, audit, env):
     cmd = [sys.executable, str(ROOT / "ask_rag.py"), "--db", db, "--no-floor", "--audit", str(audit),
            "--max-tokens", str(args.max_tokens), *(["--top-k", str(args.top_k)] if args.top_k else []),
            question]
-    total, whole = until_first_byte(cmd, env)
+    total, whole, status = until_first_byte(cmd, env)
     entry = json.loads(audit.read_text(encoding="utf-8").splitlines()[-1])
     t = entry["timings"]
     read = t.get("read_before_first_token")
     print(f"  {total:.2f} s / {whole:.2f} s, {read if read is not None else '–'} Tokens gelesen: {question}",
           file=sys.stderr, flush=True)
-    return {"question": question, "until_first_token_s": total, "whole_answer_s": whole,
+    return {"question": question, "until_first_token_s": total, "whole_answer_s": whole, "until_status_line_s": status,
+            "status_line_first": status is not None and status < total,
             "predicted_n": t.get("predicted_n"), "embed_s": t["embed_s"],
             "retrieve_s": t["retrieve_s"], "first_token_s": t.get("first_token_s"),
             "prompt_n": t.get("prompt_n"), "prompt_ms": t.get("prompt_ms"),
@@ -201,7 +215,11 @@ def medians(rows, start_s):
     """The median of every step over the questions, plus the Python start and embedding + retrieval."""
     med = {k: common.median([r[k] for r in rows if r.get(k) is not None])
            for k in ("until_first_token_s", "whole_answer_s", "predicted_n", "embed_s", "retrieve_s", "first_token_s",
-                     "prompt_n", "prompt_ms", "prompt_build_s", "rest_s", "read_before_first_token")}
+                     "prompt_n", "prompt_ms", "prompt_build_s", "rest_s", "read_before_first_token",
+                     "until_status_line_s")}
+    med["status_line_first_every_time"] = all(r.get("status_line_first") for r in rows)
+    med["status_line_max_s"] = max((r["until_status_line_s"] for r in rows if r.get("until_status_line_s") is not None),
+                                   default=None)
     med["start_s"] = start_s
     return med
 
@@ -214,6 +232,9 @@ def goals(med):
             {"goal": f"first answer token ≤ {GOAL_FIRST_TOKEN_S:.0f} s (median, whole process)",
              "met": med["until_first_token_s"] <= GOAL_FIRST_TOKEN_S,
              "value": round(med["until_first_token_s"], 3)},
+            {"goal": f"a status line on stderr before the first answer byte and within {GOAL_STATUS_S:.0f} s, every question",
+             "met": bool(med["status_line_first_every_time"] and med["status_line_max_s"] is not None
+                         and med["status_line_max_s"] <= GOAL_STATUS_S), "value": med["status_line_max_s"]},
             {"goal": f"whole answer ≤ {GOAL_WHOLE_S:.0f} s (median, whole process)",
              "met": med["whole_answer_s"] <= GOAL_WHOLE_S, "value": round(med["whole_answer_s"], 3)}]
 
@@ -238,11 +259,13 @@ def main():
               "goals": goals(med)}
     common.emit(args, report, render(report))
 
+
 def render(report):
     m = report["median"]
     prompt_tps = m["prompt_n"] / m["prompt_ms"] * 1000 if m.get("prompt_ms") else None
     server = f"Prompt {m['prompt_n'] or 0:.0f} Tokens, {prompt_tps or 0:.0f} Tokens/s"
-    steps = [("Gesamt bis zum ersten Token (ganzer ask_rag.py-Prozess)", m["until_first_token_s"]),
+    steps = [("Statuszeile auf stderr (ganzer ask_rag.py-Prozess)", m.get("until_status_line_s")),
+             ("Gesamt bis zum ersten Token (ganzer ask_rag.py-Prozess)", m["until_first_token_s"]),
              (f"Gesamt bis zum Ende der Antwort ({m['predicted_n'] or 0:.0f} Tokens erzeugt)", m["whole_answer_s"]),
              ("  1. Frage-Embedding (ein llama-embedding-Prozess)", m["embed_s"]),
              ("  2. Suche (hybrid)", m["retrieve_s"]),
