@@ -1,6 +1,6 @@
 """Forgetting in PostgreSQL: rewrite what held a deleted page, list the files to search, search the live rows.
 
-    scrub(conn)                      # VACUUM FULL docs, pages, vocab, meta; CHECKPOINT where allowed
+    scrub(conn)                      # VACUUM FULL docs, pages, vocab, meta, pg_statistic; CHECKPOINT where allowed
     raw_files(conn, "rag")           -> ["/var/lib/postgresql/18/main/base/16384/16402", …]  ([] without the right)
     leftovers(conn, ["Quarkbrot"])   -> {"docs": 2}   (rows whose text holds a needle; {} after forgetting)
 
@@ -42,6 +42,13 @@ def scrub(conn, full=True, memory="2GB"):
         conn.execute(f"SET maintenance_work_mem = '{memory}'")
     conn.execute(f"VACUUM {'FULL ' if full else ''}{', '.join(SCRUBBED)}")
     conn.execute("RESET maintenance_work_mem")
+    # the planner's statistics keep sample values of every column (pg_statistic, filled by autovacuum's ANALYZE
+    # whenever it ran while the page was there): new ones without the page, then the catalog table rewritten
+    conn.execute(f"ANALYZE {', '.join(SCRUBBED)}")
+    try:
+        conn.execute(f"VACUUM {'FULL ' if full else ''}pg_catalog.pg_statistic")
+    except psycopg_module().Error:
+        pass  # only a superuser may: docs/vergessen.md says what the admin does without it
     try:
         conn.execute("CHECKPOINT")
     except psycopg_module().Error:
