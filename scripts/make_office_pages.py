@@ -11,6 +11,7 @@ spellings Excel, PowerPoint, LibreOffice and mail programs use. The tests reuse 
 Does not handle: real photographs (the notice is a clean rendering), compression other than zlib,
 documents made by a real office suite (none is installed on the build machines).
 """
+import argparse
 import email.message
 import io
 import os
@@ -299,7 +300,9 @@ def test_set():
 
 
 def main():
-    out = Path(sys.argv[1] if len(sys.argv) > 1 else "office-wiki")
+    parser = argparse.ArgumentParser(description="Schreibt den Testsatz aus Scans und Office-Dateien in einen Ordner.")
+    parser.add_argument("ordner", nargs="?", default="office-wiki", help="Zielordner (Standard: office-wiki)")
+    out = Path(parser.parse_args().ordner)
     for rel, data in test_set().items():
         (out / rel).parent.mkdir(parents=True, exist_ok=True)
         (out / rel).write_bytes(data)
