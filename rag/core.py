@@ -13,7 +13,8 @@ Events, in this order (a door turns each into its own format and adds nothing el
     searched  a follow-up's search, the expansions (rag/search/expand.py Searched; only with a history or --expand)
     sources   the Retrieval (masked sources, the floor's verdict, how the scan ran)
     asking    what the model is asked first, so a door can say what the wait is for: "check" (do the sources
-              answer it?) or "answer"; only when the model is asked (not for a how-to's verbatim steps without check)
+              answer it?), "section" (does the section to be printed answer it? rag/answer/judge.py) or "answer";
+              only when the model is asked (not for a how-to's verbatim steps without check)
     prompt    the prompt text sent to the model (only when the model is asked)
     piece     a piece of the answer as it streams (leading/trailing whitespace trimmed)
     checks    {"citations", "unsupported", "guard", "answered_by", …}: which [n] are valid, which numbers no
@@ -48,6 +49,7 @@ from rag.text import german
 TOP_K = 4  # chunks in the prompt (as in the post)
 GROUNDED = 0.3  # a fact answer is withdrawn when the passages holding its facts name less of the question's
 #                 words than this (rag/answer/support.py grounding; wiki/: out-of-wiki answers ≤ 0.25, right ones ≥ 0.33)
+FACT_SOURCES = 2  # sources a fact answer's model reads: 4 -> 2 read ~40 % fewer tokens, facts held (docs/messwerte.md)
 MAX_TOKENS = {"fact": 160, "howto": 400}  # answer length limit by question type; one sentence needs 20–50 tokens,
 #             8 steps with their commands up to ~350
 
@@ -73,6 +75,7 @@ class Settings:
     answer_threshold: float = None  # refuse when the model's P("ja, die Quellen beantworten es") is below this;
     #                                None: measured for the answer model (rag/answer/answerable.py), if any; 0 = no check
     top_k: int = TOP_K
+    fact_sources: int = FACT_SOURCES
     mode: str = "hybrid"
     max_per_file: int = search.MAX_PER_FILE
     reject_cosine: float = None  # None: stored in the index, else measured per model (rag/search/ranking.py)
@@ -238,10 +241,12 @@ def retrieve(question, settings, timings, question_kind="fact", searched=None):
 def prompt_for(question, retrieval, settings, question_kind, chat):
     """(the prefix the answerability check shares, the whole prompt, the procedure's source number or None);
     the one prompt builder is rag/answer/prompt.py build_prompt()."""
-    texts, procedure = context.select(question, retrieval.sources, retrieval.terms, retrieval.weights,
+    sources = retrieval.sources[:settings.fact_sources] if question_kind == "fact" and not settings.whole_chunks \
+        else retrieval.sources  # a fact answer's model reads the first FACT_SOURCES only; the rest: "Siehe auch"
+    texts, procedure = context.select(question, sources, retrieval.terms, retrieval.weights,
                                       retrieval.vocab, question_kind, settings.whole_chunks)
-    prefix = answer.context_part(question, retrieval.sources, chat, texts)
-    return prefix, answer.build_prompt(question, retrieval.sources, chat, texts, question_kind, procedure), procedure
+    prefix = answer.context_part(question, sources, chat, texts)
+    return prefix, answer.build_prompt(question, sources, chat, texts, question_kind, procedure), procedure
 
 
 # -- 5. stream -------------------------------------------------------------------------------------

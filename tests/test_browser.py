@@ -39,7 +39,7 @@ ANSWER_TIMEOUT = 300  # seconds for one answer of the real model on a busy 2-cor
 WATCH_STATUS = """window.__statuses = [];
 new MutationObserver((records) => { for (const r of records) for (const node of r.addedNodes)
   window.__statuses.push(node.textContent); }).observe(document.getElementById("status"), {childList: true});"""
-WAITING = r"\d+ Quellen gefunden · (prüfe, ob sie die Frage beantworten|warte auf die Antwort des Modells) …( \d+ s)?"
+WAITING = r"\d+ Quellen gefunden · (prüfe, ob sie die Frage beantworten|prüfe, ob der beste Abschnitt die Frage beantwortet|warte auf die Antwort des Modells) …( \d+ s)?"
 
 
 def tool(*names):

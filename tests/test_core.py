@@ -389,3 +389,33 @@ def test_with_a_section_threshold_the_check_reads_only_the_finalist_it_judges(pr
         assert done.text == "Dazu habe ich keine Information." and "piece" not in [e.kind for e in events]
     from fake_server import prompt_tokens
     assert done.timings["read_before_first_token"] == sum(prompt_tokens(c["body"]) for c in checks)
+
+
+def test_a_judged_how_to_answer_says_it_checks_the_section(procedure_settings, monkeypatch):
+    from rag.answer import answerable
+    from rag.doors import terminal
+    monkeypatch.setattr(answerable, "section_threshold", lambda model, path=None: 0.5)
+    procedure_settings.answer_threshold = 0.5
+    with checking_server() as server:
+        procedure_settings.server = server.url
+        events = list(core.ask("Wie lege ich mit cyradm eine Mailbox an?", procedure_settings))
+    asking = [e.data for e in events if e.kind == "asking"]
+    assert asking == ["section"]
+    assert terminal.status_line(2, "section") == "2 Quellen gefunden · prüfe, ob der beste Abschnitt die Frage beantwortet …"
+
+
+def test_a_fact_answer_s_model_reads_only_the_first_sources_and_the_rest_stay_runners_up(settings):
+    settings.no_floor = True
+    with FakeLlamaServer(template=GEMMA_TEMPLATE, answer=["Die Quota ist 2 GB [1]."]) as server:
+        settings.server = server.url
+        done = core.run("Welche Quota bekommt eine neue Mailbox?", settings)
+        (request,) = server.completions()
+    sent = request["body"]["messages"][1]["content"]
+    assert len(done.retrieval.sources) > core.FACT_SOURCES == 2
+    assert "<<<QUELLE [2]" in sent and "<<<QUELLE [3]" not in sent and done.prompt.count("<<<ENDE QUELLE") == 2
+    assert all(e["n"] > 1 for e in done.see_also) and len(done.as_json()["sources"]) == len(done.retrieval.sources)
+    settings.fact_sources = 4  # --fact-sources 4: every source, as before
+    with FakeLlamaServer(template=GEMMA_TEMPLATE, answer=["Die Quota ist 2 GB [1]."]) as server:
+        settings.server = server.url
+        assert core.run("Welche Quota bekommt eine neue Mailbox?", settings).prompt.count("<<<ENDE QUELLE") == \
+            len(done.retrieval.sources)

@@ -91,7 +91,7 @@ def test_pick_judges_the_finalists_in_order(ps, chosen, refused, asked):
     def ask_p(s):
         seen.append(s.heading)
         return answers.pop(0)
-    verdict = judge.pick(sources, rows_for(sources), ask_p, 0.5)
+    verdict = judge.pick(sources, rows_for(sources), ask_p, 0.5, limit=2)
     assert verdict.chosen == chosen and verdict.refused == refused and len(seen) == asked == len(verdict.judged)
     assert seen[0] == "A › B"
 

@@ -9,7 +9,8 @@ finalists one at a time, each over its heading path and first lines only, and th
     -> Verdict(chosen=2, judged=[{"n": 3, "p_yes": 0.93}], refused=False)
 
 Why: the old check read the question with all four sources (~600 prompt tokens) before anything was shown, and
-judged the sources, not the section that is printed. A section's first EXCERPT characters are ~100 tokens;
+judged the sources, not the section that is printed. A section's heading path and first EXCERPT characters are
+~150 tokens;
 the system message before them is the answer's own, byte for byte, so llama-server serves it from its cache.
 A finalist below the threshold hands over to the next one (at most FINALISTS); when none is accepted, the
 answer is the refusal and the finalists follow as "Vielleicht hilft:".
@@ -23,8 +24,8 @@ from collections import namedtuple
 from rag.answer import choose
 from rag.answer import prompt as answer
 
-EXCERPT = 500  # characters of a finalist the model reads: its heading path comes on top (~100 tokens in all)
-FINALISTS = 2  # finalists judged at most, best chooser score first (each ~100 prompt tokens more)
+EXCERPT = 250  # characters of a finalist the model reads, heading path on top: ~150 tokens (500: ~205, same quality)
+FINALISTS = 1  # finalists judged at most, best chooser score first (fit with the threshold: evaluate.py --judge --tune)
 
 Verdict = namedtuple("Verdict", "chosen judged refused")  # chosen: source position or None; judged: [{"n", "p_yes"}]
 
@@ -89,10 +90,10 @@ def as_answerable(verdict, threshold):
 def verbatim(question, guarded, settings, result, shield, limit, read, started):
     """The core's how-to step (rag/core.py stream): the finalists judged, the first accepted printed verbatim, none
     accepted the refusal. Fills `result` (a core Answer); yields the core's events as (kind, data) pairs:
-    ("asking", "check"), then ("piece", the section's lines) unless refused."""
+    ("asking", "section"), then ("piece", the section's lines) unless refused."""
     from rag.answer import answerable
     from rag.models import llm
-    yield "asking", "check"
+    yield "asking", "section"
     verdict = pick(guarded.sources, choose.table(guarded.sources, guarded.terms, guarded.weights, guarded.vocab),
                    lambda s: answerable.p_yes(settings.server, section_prefix(question, s), settings.api_key,
                                               settings.llm_model_name, read=read), limit)

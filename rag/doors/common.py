@@ -80,7 +80,7 @@ def event_json(event):
         return "checks", jsonable(event.data)
     if event.kind == "searched":  # rag/search/expand.py: the rewritten follow-up, the expansions
         return "searched", event.data.as_json()
-    if event.kind == "asking":  # what the wait is for: {"asking": "check"} or {"asking": "answer"}
+    if event.kind == "asking":  # what the wait is for: {"asking": "check" | "section" | "answer"}
         return "asking", {"asking": event.data}
     return event.kind, None
 

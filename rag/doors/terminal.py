@@ -30,7 +30,8 @@ from rag.search import expand
 
 
 TICK = 1.0  # seconds between two updates of the status line's running count (terminal only)
-WAITING = {"check": "prüfe, ob sie die Frage beantworten …", "answer": "warte auf die Antwort des Modells …"}
+WAITING = {"check": "prüfe, ob sie die Frage beantworten …", "answer": "warte auf die Antwort des Modells …",
+           "section": "prüfe, ob der beste Abschnitt die Frage beantwortet …"}  # core's "asking" events
 CLEAR = "\r\033[K"  # back to the line's start, erase it
 
 
