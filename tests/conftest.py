@@ -139,11 +139,23 @@ def real():
              "model": config.default_model()}
     missing = [p for p in paths.values() if not os.path.isfile(p)]
     if missing:
-        message = f"real llama.cpp setup missing: {missing} – run: python3 scripts/setup_llama.py"
-        if os.environ.get("CI"):
-            pytest.fail(message)
-        pytest.skip(message)
+        missing_part(f"real llama.cpp setup missing: {missing} – run: python3 scripts/setup_llama.py")
     return paths
+
+
+def missing_part(message):
+    """A real part is missing: the test fails in CI (a skipped real test is a failure there), else it is skipped."""
+    if os.environ.get("CI"):
+        pytest.fail(message)
+    pytest.skip(message)
+
+
+def answer_model():
+    """The default answer model's path (scripts/setup_llama.py); missing_part() when it is not installed."""
+    model = config.default_llm_model()
+    if not os.path.isfile(model):
+        missing_part(f"answer model missing: {model} – run: python3 scripts/setup_llama.py")
+    return model
 
 
 def assert_one_error_line(result, *words):

@@ -12,8 +12,7 @@ import shutil
 import pytest
 import requests
 
-from conftest import ROOT, run_script, write_wiki
-from rag import config
+from conftest import ROOT, answer_model, run_script, write_wiki
 from rag.doors import users
 from rag.models.server_process import ServerProcess
 from serving import Serving
@@ -41,12 +40,7 @@ def leaked(text):
 
 @pytest.fixture(scope="module")
 def stack(real, tmp_path_factory):
-    model = config.default_llm_model()
-    if not os.path.isfile(model):
-        message = f"answer model missing: {model} – run: python3 scripts/setup_llama.py"
-        if os.environ.get("CI"):
-            pytest.fail(message)
-        pytest.skip(message)
+    model = answer_model()
     tmp = tmp_path_factory.mktemp("real-access")
     for rel in PAGES:
         (tmp / "wiki" / rel).parent.mkdir(parents=True, exist_ok=True)

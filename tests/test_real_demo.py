@@ -9,8 +9,7 @@ import shutil
 
 import pytest
 
-from conftest import ROOT, load_json, run_script
-from rag import config
+from conftest import ROOT, answer_model, load_json, run_script
 from rag.models.server_process import ServerProcess
 
 QUESTION = "Wie lege ich in Cyrus IMAP eine neue Mailbox an?"
@@ -19,12 +18,7 @@ PAGE = "mail/cyrus-imap/mailbox-anlegen.md"
 
 @pytest.fixture(scope="module")
 def demo(real, tmp_path_factory):
-    model = config.default_llm_model()
-    if not os.path.isfile(model):
-        message = f"answer model missing: {model} – run: python3 scripts/setup_llama.py"
-        if os.environ.get("CI"):
-            pytest.fail(message)
-        pytest.skip(message)
+    model = answer_model()
     tmp = tmp_path_factory.mktemp("demo")
     shutil.copytree(ROOT / "wiki", tmp / "wiki")
     env = {"RAG_DB": str(tmp / "knowledge.db"), "RAG_WIKI": str(tmp / "wiki"), "RAG_AUDIT": str(tmp / "audit.jsonl"),

@@ -4,14 +4,13 @@ No fakes here. A few pages of the sample wiki are indexed once per module (about
 cores); the server is started on a free 127.0.0.1 port and always stopped.
 """
 import json
-import os
 import re
 import shutil
 import sqlite3
 
 import pytest
 
-from conftest import ROOT, load_json, run_script
+from conftest import ROOT, answer_model, load_json, run_script
 from rag import config
 from rag.answer import prompt as answer
 from rag.models.server_process import ServerProcess
@@ -106,12 +105,7 @@ UNKNOWN_QUESTION = "Wie koche ich eine Spaghetti Carbonara?"
 @pytest.fixture(scope="module")
 def answer_server(real, tmp_path_factory):
     """One llama-server with the default answer model (scripts/setup_llama.py) for the answer tests."""
-    model = config.default_llm_model()
-    if not os.path.isfile(model):
-        message = f"answer model missing: {model} – run: python3 scripts/setup_llama.py"
-        if os.environ.get("CI"):
-            pytest.fail(message)
-        pytest.skip(message)
+    model = answer_model()
     log = tmp_path_factory.mktemp("answer-server") / "server.log"
     with ServerProcess(model=model, binary=real["server"], log_path=str(log)) as server:
         yield server
