@@ -241,10 +241,9 @@ def retrieve(question, settings, timings, question_kind="fact", searched=None):
 def prompt_for(question, retrieval, settings, question_kind, chat):
     """(the prefix the answerability check shares, the whole prompt, the procedure's source number or None);
     the one prompt builder is rag/answer/prompt.py build_prompt()."""
-    sources = retrieval.sources[:settings.fact_sources] if question_kind == "fact" and not settings.whole_chunks \
-        else retrieval.sources  # a fact answer's model reads the first FACT_SOURCES only; the rest: "Siehe auch"
-    texts, procedure = context.select(question, sources, retrieval.terms, retrieval.weights,
-                                      retrieval.vocab, question_kind, settings.whole_chunks)
+    sources = retrieval.sources  # a fact answer's model reads FACT_SOURCES of them (the others' text is None)
+    texts, procedure = context.select(question, sources, retrieval.terms, retrieval.weights, retrieval.vocab,
+                                      question_kind, settings.whole_chunks, settings.fact_sources)
     prefix = answer.context_part(question, sources, chat, texts)
     return prefix, answer.build_prompt(question, sources, chat, texts, question_kind, procedure), procedure
 

@@ -73,6 +73,22 @@ def test_select_keeps_the_procedure_and_the_best_sentence_of_the_others():
     assert none is None and "Wetter" not in facts[0]
 
 
+def test_a_fact_answer_reads_the_best_source_and_the_one_whose_sentence_holds_the_question_s_words():
+    sources = [source("a.md", "Vertrag › § 9", "Störungen gehen telefonisch an die Hotline."),
+               source("b.md", "Fristen", "Verträge mit Dienstleistern kündigt die Geschäftsführung."),
+               source("c.pdf", "Seite 2", "Die Hotline des Dienstleisters ist 0421 555 3090. Das Wetter ist schön."),
+               source("d.md", "Handys", "Ein Diensthandy bekommt der Vertrieb.")]
+    vocab = german.learn_vocabulary(s.content for s in sources)
+    question = "Welche Hotline hat der Dienstleister?"
+    terms = german.query_terms(question, vocab)
+    assert context.fact_reads(sources, terms, [1.0] * len(terms), vocab, 2) == [0, 2]  # not [0, 1]: rank alone
+    texts, none = context.select(question, sources, terms, [1.0] * len(terms), vocab, "fact", read=2)
+    assert none is None and texts[1] is None and texts[3] is None and "0421 555 3090" in texts[2]
+    assert "Wetter" not in texts[2]
+    assert context.select(question, sources, terms, [1.0] * len(terms), vocab, "fact", read=4)[0][1] is not None
+    assert context.fact_reads(sources[:2], terms, [1.0] * len(terms), vocab, 2) == [0, 1]
+
+
 def ranked(*items):
     """Sources in rank order from (heading, content, cosine)."""
     out = []

@@ -200,10 +200,35 @@ def shorten(source, terms, weights, vocab, budget):
     return "\n".join(parts[i].text for i in sorted(keep))
 
 
-def select(question, sources, terms, weights, vocab, question_kind=None, whole_chunks=False):
+def best_unit(source, terms, weights, vocab):
+    """The share of the question its best unit covers (0…1); a pointer sentence scores 0, as in shorten()."""
+    return max((0.0 if pointers.is_pointer(u.text) else score(u.text, terms, weights, vocab)
+                for u in units(source.content)), default=0.0)
+
+
+def fact_reads(sources, terms, weights, vocab, k):
+    """Indices (in rank order) of the k sources a fact answer's model reads: the best-ranked source, then the
+    k-1 others whose best unit covers most of the question (ties: the better rank). Reading two sources instead
+    of four halves the prompt; taking the second by its best unit keeps the one that holds the answer's words.
+
+    Example: best units 0.75, 0.25, 0.75, 0.25, k=2 -> [0, 2]
+    """
+    if len(sources) <= k:
+        return list(range(len(sources)))
+    rest = sorted(range(1, len(sources)), key=lambda n: (-best_unit(sources[n], terms, weights, vocab), n))
+    return sorted([0, *rest[:k - 1]]) if k > 0 else []
+
+
+def select(question, sources, terms, weights, vocab, question_kind=None, whole_chunks=False, read=None):
     """(the text each source shows the model, in source order; the 1-based number of the procedure kept
-    whole, or None) — see the module docstring. whole_chunks: every source as it is (as in the post)."""
+    whole, or None) — see the module docstring. whole_chunks: every source as it is (as in the post).
+    read: a fact answer's model reads only this many sources (fact_reads()); the others' text is None."""
     question_kind = question_kind or kind(question, sources)
+    if question_kind == "fact" and read is not None and not whole_chunks and len(sources) > read:
+        reads = fact_reads(sources, terms, weights, vocab, read)
+        texts, _ = select(question, [sources[n] for n in reads], terms, weights, vocab, "fact")
+        shown = dict(zip(reads, texts))
+        return [shown.get(n) for n in range(len(sources))], None
     whole = best_procedure(sources, terms, weights, vocab) if question_kind == "howto" else None
     if whole_chunks:
         return [s.content for s in sources], None if whole is None else whole + 1

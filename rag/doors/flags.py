@@ -130,7 +130,8 @@ def add_ranking(parser):
     parser.add_argument("--top-k", type=int, default=config.env_int("RAG_TOP_K", core.TOP_K),
                         help=f"Anzahl Chunks im Prompt (RAG_TOP_K, Standard: {core.TOP_K})")
     parser.add_argument("--fact-sources", type=int, default=config.env_int("RAG_FACT_SOURCES", core.FACT_SOURCES),
-                        help="so viele der gefundenen Quellen liest das Modell für eine Faktenfrage; die übrigen "
+                        help="so viele der gefundenen Quellen liest das Modell für eine Faktenfrage (die beste, "
+                             "dann die, deren bester Satz die meisten Wörter der Frage enthält); die übrigen "
                              f"stehen unter „Siehe auch“ (RAG_FACT_SOURCES, Standard: {core.FACT_SOURCES})")
     parser.add_argument("--mode", choices=search.MODES, default=config.env_str("RAG_MODE", "hybrid"),
                         help="Suche: hybrid (Standard), vector oder lexical (RAG_MODE)")
