@@ -296,9 +296,9 @@ def stream(question, retrieval, settings, result, shield):
         pieces, llm_timings = [], {}
         max_tokens = settings.max_tokens or MAX_TOKENS[result.kind]
         prefill = answer.prefill(result.kind, procedure) if chat and info.get("prefill") else None
-        for piece in shield.screen(llm.trimmed(llm.stream_answer(
+        for piece in shield.screen(llm.trimmed(llm.until_loop(llm.stream_answer(
                 settings.server, result.prompt, chat, max_tokens, llm_timings, api_key=settings.api_key,
-                model_name=settings.llm_model_name, prefill=prefill, system=answer.SYSTEM))):
+                model_name=settings.llm_model_name, prefill=prefill, system=answer.SYSTEM)))):
             if not pieces:
                 result.timings["first_token_s"] = round(time.monotonic() - started, 3)
             pieces.append(piece)

@@ -159,3 +159,20 @@ def test_the_calibration_reads_a_fixed_prompt_without_the_cache():
     assert speed == {"prompt_n": tokens, "prompt_ms": tokens * 5.0, "tokens_per_s": 200.0}  # the fake: 5 ms a token
     with FakeLlamaServer(timings=False) as server:
         assert llm.prompt_speed(server.url) is None
+
+
+def test_an_answer_that_repeats_itself_is_ended_and_its_stream_closed():
+    closed = []
+
+    def looping():
+        try:
+            yield "Ein Postfach darf 25 MB groß sein,"
+            while True:
+                yield " einschließlich aller Anhänge"
+        finally:
+            closed.append(True)
+
+    text = "".join(llm.until_loop(looping()))
+    assert text.count("einschließlich aller Anhänge") == 3 and closed == [True]
+    steps = ["1. `cm user/a`\n", "2. `sq user/a 100`\n", "3. `lq user/a`\n", "| - | - | - | - |"]
+    assert list(llm.until_loop(iter(steps))) == steps  # different steps, and a row of dashes, are no loop

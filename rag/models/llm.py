@@ -35,6 +35,7 @@ DRY_MULTIPLIER = 0.8  # "don't repeat yourself" sampler against loops (0 = off);
 # Plain prompt only. Measured with Gemma 3 270M base on 10 wiki questions, one line + DRY against the
 # old stop strings: about 20 instead of 157 tokens per answer, 0 instead of 6 answers stuck in a loop.
 # (DRY alone: 4 loops; repeat_penalty 1.3: no loops, but answers drifted off the sources.)
+LOOP_REPEATS, LOOP_WORDS = 3, 12  # until_loop(): a phrase of 2 to 12 words three times in a row ends the answer
 ONE_LINE = r'root ::= [^\n]+ "\n"'  # GBNF: one line of text, then the model has to stop
 STOP = ["<<<"]  # the model started to write a source block of its own
 
@@ -167,6 +168,29 @@ def trimmed(pieces):
             held, started = piece[len(text):], True
         else:
             held += piece
+
+
+def until_loop(pieces, repeats=LOOP_REPEATS, longest=LOOP_WORDS):
+    """The pieces until the answer repeats itself: when its last words are one phrase of 2 to `longest` words
+    `repeats` times in a row, the stream is closed (the server stops generating) and nothing more is shown.
+    On the chat path the DRY sampler garbles copied commands, so a greedy small model can loop
+    ("… einschließlich aller Anhänge einschließlich aller Anhänge …" up to max_tokens); this ends it.
+
+    Example: ["Die Mail ", "darf 25 MB ", "groß sein", " groß sein", " groß sein", " groß sein"]
+             -> "Die Mail ", "darf 25 MB ", "groß sein", " groß sein", " groß sein"
+    """
+    words = []
+    try:
+        for piece in pieces:
+            yield piece
+            words += piece.split()  # a word cut between two pieces counts as two: a loop still repeats alike
+            if any(len(words) >= repeats * n and any(c.isalpha() for c in "".join(words[-n:])) and all(words[-n:] == words[len(words) - (k + 1) * n:len(words) - k * n]
+                                                     for k in range(1, repeats))
+                   for n in range(2, longest + 1)):
+                return
+    finally:
+        if hasattr(pieces, "close"):
+            pieces.close()
 
 
 def stream_answer(url, prompt, chat, max_tokens, timings=None, api_key=None, model_name=None, prefill=None,
