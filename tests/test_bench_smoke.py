@@ -130,6 +130,21 @@ def test_scale_tiny(real, pg_server):
         positive(row["sqlite"]["ways"]["python"], "p50_ms", "p95_ms", "peak_mb")
 
 
+def test_scale_access_tiny(real, pg_server):
+    run_bench("scale_corpus.py", "--count", "40", timeout=600)
+    report = bench_json("scale.py", "--real", "40", "--sizes", "60", "--queries", "3", "--slow-queries", "2",
+                        "--efs", "40", "--access", "0.25")
+    (row,) = report["sizes"]
+    assert (row["pages"], row["restricted_pages"]) == (12, 3)
+    for kind in ("sqlite", "postgres"):
+        for way, m in row[kind]["ways"].items():
+            assert m["rights"]["hidden_seen"] == 0, (kind, way)  # no chunk of a page with a rule came back
+            positive(m["rights"], "p50_ms", "p95_ms", "p50_ratio")
+    assert row["sqlite"]["ways"]["python"]["rights"]["recall@10"] == 1.0  # exact over the visible vectors
+    assert row["postgres"]["ways"]["exact"]["rights"]["recall@10"] == 1.0
+    assert row["postgres"]["ways"]["hybrid"]["recall@10"] is None  # the whole search: no vector truth
+
+
 def test_access_recall_tiny():
     report = bench_json("access_recall.py", "--embedder", "fake", "--seeds", "1", "--modes", "hybrid,lexical")
     check_machine(report, "access_recall")
