@@ -14,7 +14,7 @@ import pytest
 from conftest import ROOT
 
 SCRIPTS = ["retrieval.py", "indexing.py", "ask_latency.py", "reindex.py", "post_way.py", "web.py", "scale.py", "scale_corpus.py",
-           "expand_cost.py", "office.py"]
+           "expand_cost.py", "office.py", "access_recall.py"]
 
 
 def run_bench(script, *args, timeout=180):
@@ -128,6 +128,33 @@ def test_scale_tiny(real, pg_server):
         assert row["postgres"]["ways"]["hnsw ef=40"]["method"] == "hnsw"
         positive(row["postgres"], "build_s", "hnsw_build_s", "size_mb", "hnsw_mb")
         positive(row["sqlite"]["ways"]["python"], "p50_ms", "p95_ms", "peak_mb")
+
+
+def test_scale_access_tiny(real, pg_server):
+    run_bench("scale_corpus.py", "--count", "40", timeout=600)
+    report = bench_json("scale.py", "--real", "40", "--sizes", "60", "--queries", "3", "--slow-queries", "2",
+                        "--efs", "40", "--access", "0.25")
+    (row,) = report["sizes"]
+    assert (row["pages"], row["restricted_pages"]) == (12, 3)
+    for kind in ("sqlite", "postgres"):
+        for way, m in row[kind]["ways"].items():
+            assert m["rights"]["hidden_seen"] == 0, (kind, way)  # no chunk of a page with a rule came back
+            positive(m["rights"], "p50_ms", "p95_ms", "p50_ratio")
+    assert row["sqlite"]["ways"]["python"]["rights"]["recall@10"] == 1.0  # exact over the visible vectors
+    assert row["postgres"]["ways"]["exact"]["rights"]["recall@10"] == 1.0
+    assert row["postgres"]["ways"]["hybrid"]["recall@10"] is None  # the whole search: no vector truth
+
+
+def test_access_recall_tiny():
+    report = bench_json("access_recall.py", "--embedder", "fake", "--seeds", "1", "--modes", "hybrid,lexical")
+    check_machine(report, "access_recall")
+    (run,) = report["seeds"]
+    assert len(run["pages"]) == report["params"]["chosen"] == round(0.1 * report["params"]["pages"])
+    assert run["big_embedded"] == 0  # a changed rule: no new embeddings
+    assert run["same_chunks"] is True  # the reader's pages hold the same chunks in both indexes
+    assert report["outside"] == 0 and run["sources_checked"] > 0
+    assert run["questions_in"] > 0 and set(run["rights"]) == {"hybrid", "lexical"}
+    assert [g["goal"] for g in report["goals"]][0] == "keine Quelle außerhalb der eigenen Seiten"
 
 
 def test_expand_cost_tiny(real):
