@@ -273,8 +273,13 @@ class SQLiteStore:
         return row[0] if row else ""
 
     def lexical_count(self):
+        """Chunks in the full-text index the reader may see; with rights counted once per opened store."""
         hide, params = self.hiding("rowid")
-        return self.conn.execute(f"SELECT COUNT(*) FROM fts WHERE 1{hide}", params).fetchone()[0]
+        if not hide:
+            return self.conn.execute("SELECT COUNT(*) FROM fts").fetchone()[0]
+        if getattr(self, "visible_rows", None) is None:
+            self.visible_rows = self.conn.execute(f"SELECT COUNT(*) FROM fts WHERE 1{hide}", params).fetchone()[0]
+        return self.visible_rows
 
     # -- reading: chunks and vectors
     def sources(self, doc_ids):
