@@ -63,6 +63,7 @@ from rag.search import ranking as search
 from rag.store import access, postgres
 from rag.store import sqlite_file
 from rag.store import vectors  # noqa: E402  (common puts ROOT on sys.path)
+from rag.text import german
 
 SIZES = (20_000, 200_000, 1_000_000)
 QUERIES = 100  # query vectors per measurement (eval/questions.jsonl has 138)
@@ -142,6 +143,14 @@ def texts_for(i):
     return " ".join(rnd.choice(GERMAN_WORDS) for _ in range(8))
 
 
+def search_text(n):
+    """The vocabulary and a function i -> (heading, body) search text, as build_index.py leaves them after a run
+    (so a later run or --forget finds the index settled: bench/forget_cost.py)."""
+    vocab = german.learn_vocabulary("Abschnitt\n" + texts_for(i) for i in range(1, n + 1))
+    heading = german.index_text("Abschnitt", vocab)
+    return vocab, lambda i: (heading, german.index_text(texts_for(i), vocab))
+
+
 # -- building --------------------------------------------------------------------------------------
 def build_sqlite(path, matrix, rules=()):
     """The project's SQLite tables for `matrix` (doc ids 1…N) and the access rows `rules`, in bulk; returns seconds."""
@@ -150,13 +159,16 @@ def build_sqlite(path, matrix, rules=()):
     conn = sqlite_file.connect(str(path), create=True)
     n, dim = matrix.shape
     with conn:
-        sqlite_file.write_meta(conn, dim=dim, embed_model="multilingual-e5-small-q4_0.gguf", vocab_dirty=0)
+        vocab, search = search_text(n)
+        sqlite_file.write_meta(conn, dim=dim, embed_model="multilingual-e5-small-q4_0.gguf", vocab_dirty=0,
+                               search_version=german.SEARCH_VERSION)
+        conn.executemany("INSERT INTO vocab VALUES (?)", [(w,) for w in sorted(vocab)])
         rows = ((i, f"seite{(i - 1) // CHUNKS_PER_PAGE}.md", (i - 1) % CHUNKS_PER_PAGE, "Abschnitt", texts_for(i),
                  json.dumps(np.round(matrix[i - 1].astype(np.float64), 7).tolist()), f"h{i}", "[]")
                 for i in range(1, n + 1))
         conn.executemany("INSERT INTO docs VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows)
-        conn.executemany("INSERT INTO fts (rowid, heading, body) VALUES (?, 'abschnitt', ?)",
-                         ((i, texts_for(i)) for i in range(1, n + 1)))
+        conn.executemany("INSERT INTO fts (rowid, heading, body) VALUES (?, ?, ?)",
+                         ((i, *search(i)) for i in range(1, n + 1)))
         conn.executemany("INSERT INTO pages VALUES (?, ?, ?)",
                          ((f"seite{p}.md", f"p{p}", CHUNKS_PER_PAGE) for p in range(math.ceil(n / CHUNKS_PER_PAGE))))
         norms = (matrix.astype(np.float64) ** 2).sum(axis=1)
@@ -181,16 +193,18 @@ def build_postgres(dsn, matrix, rules=()):
     n, dim = matrix.shape
     started = time.monotonic()
     index = store.open_store(dsn, create=True, rebuild=True)
+    vocab, search = search_text(n)
     index.write_meta(dim=dim, embed_model="multilingual-e5-small-q4_0.gguf", vocab_dirty=0)
     tokens = 0
     with index.conn.cursor().copy("COPY docs (id, path, chunk_index, heading, content, embedding, content_hash, "
                                   "search_heading, search_body, search_len) FROM STDIN") as copy:
         for i in range(1, n + 1):
-            text = texts_for(i)
-            tokens += 9
+            (heading, body), text = search(i), texts_for(i)
+            length = len(heading.split()) + len(body.split())
+            tokens += length
             copy.write_row((i, f"seite{(i - 1) // CHUNKS_PER_PAGE}.md", (i - 1) % CHUNKS_PER_PAGE, "Abschnitt", text,
                             "[" + ",".join(map(repr, matrix[i - 1].astype(np.float64).tolist())) + "]", f"h{i}",
-                            "abschnitt", text, 9))
+                            heading, body, length))
     with index.conn.cursor().copy("COPY pages FROM STDIN") as copy:
         for p in range(math.ceil(n / CHUNKS_PER_PAGE)):
             copy.write_row((f"seite{p}.md", f"p{p}", CHUNKS_PER_PAGE))
@@ -198,6 +212,7 @@ def build_postgres(dsn, matrix, rules=()):
         for row in rules:
             copy.write_row(row)
     largest = float((matrix.astype(np.float64) ** 2).sum(axis=1).max())
+    index.replace_search(vocab, [], search_version=german.SEARCH_VERSION)  # the vocabulary; no row rewritten
     index.write_meta(lexical_rows=n, lexical_tokens=tokens, max_norm2=largest)
     index.conn.execute("SELECT setval(pg_get_serial_sequence('docs', 'id'), %s)", (n,))
     index.conn.execute("ANALYZE docs")

@@ -129,6 +129,43 @@ def test_deleted_page_leaves_every_table(small_wiki, store_env, stores):
     assert stores.matching(db, "drucker") == 0
 
 
+ZORBLAX_WIKI = {"zorblax.md": "# Kunde\n\nZorblax zahlt pünktlich.\n",  # brings "zorblax" into the vocabulary
+                "gehalt.md": "# Gehalt\n\nDas Zorblaxgehalt steht im Plan.\n",  # splits into zorblax + gehalt
+                "drucker.md": "# Drucker\n\nDie Warteschlange leeren.\n"}
+
+
+@pytest.mark.parametrize("way", ["run", "forget"])
+def test_a_removed_page_rewrites_only_the_search_text_of_chunks_its_words_split(tmp_path, store_env, stores, way):
+    """Issue 31: with zorblax.md its word leaves the vocabulary; only gehalt.md's chunk, whose "Zorblaxgehalt" no
+    longer splits, gets a new search text (not every chunk: at 20,000 chunks on PostgreSQL that was 138 of 173 s),
+    and the search text is the one a clean build without the page writes (an ordinary run and --forget alike)."""
+    from rag import store
+    from rag.ingest import indexing
+    wiki = write_wiki(tmp_path / "wiki", ZORBLAX_WIKI)
+    db = store_env["RAG_DB"]
+    ok(build(wiki, store_env))
+    assert "zorblax" in stores.query(db, "SELECT search_body FROM docs WHERE path = 'gehalt.md'" if stores.kind ==
+                                     "postgres" else "SELECT f.body FROM fts f JOIN docs d ON d.id = f.rowid "
+                                                     "WHERE d.path = 'gehalt.md'")[0][0].split()
+    (wiki / "zorblax.md").unlink()
+    if way == "run":
+        index = store.open_store(db, create=True)
+        written, replace = [], index.replace_search
+        index.replace_search = lambda vocab, rows, **meta: (written.extend(rows), replace(vocab, rows, **meta))
+        index.delete_page("zorblax.md")
+        rewritten = indexing.refresh_search(index)
+        index.close()
+        assert [stores.query(db, "SELECT path FROM docs WHERE id = ?", (i,))[0][0] for i, _, _ in written] == \
+            ["gehalt.md"] and rewritten == 1
+        ok(build(wiki, store_env))  # the run itself: nothing left to rewrite, still consistent
+    else:
+        ok(build(wiki, store_env, "--forget", "zorblax.md"))
+    clean = stores.new("clean")
+    ok(build(wiki, {**store_env, "RAG_DB": clean}))
+    assert stores.search_rows(db) == stores.search_rows(clean)
+    stores.check_consistent(db)
+
+
 def test_other_max_chars_rechunks_every_page(tmp_path, store_env, stores):
     long_page = "# Handbuch\n\n" + " ".join(f"Satz {i} über den Drucker." for i in range(40))
     wiki = write_wiki(tmp_path / "wiki", {**SMALL_WIKI, "handbuch.md": long_page})

@@ -179,18 +179,28 @@ def sync_access(index, wiki, rels, known_groups=None):
 
 def refresh_search(index):
     """Relearn the compound vocabulary from the indexed text of the open pages (a word of a page with a rule
-    never shows in another reader's compound splits); rewrite every search text if it changed."""
+    never shows in another reader's compound splits); where it changed, rewrite the search text of the chunks
+    that hold a word it splits differently now (all of them when rag/text/german.py changed). Returns how
+    many chunks were rewritten.
+
+    Example: a page with "Frist" forgotten, another chunk says "Kündigungsfrist" -> only that chunk (1)
+    """
     meta = index.meta()
     if meta.get("vocab_dirty") != "1" and meta.get("search_version") == german.SEARCH_VERSION:
-        return
-    rows, restricted = index.texts(), index.restricted_ids()
+        return 0
+    rows, restricted, old = index.texts(), index.restricted_ids(), index.vocab()
     vocab = german.learn_vocabulary(h + "\n" + c for i, h, c in rows if i not in restricted)
-    if vocab != index.vocab() or meta.get("search_version") != german.SEARCH_VERSION:
-        words = json.loads(meta.get("page_words") or "{}")  # front matter title and tags (with_search_text)
-        ids = [i for i, _, _ in rows] if words else []
-        paths = {i: row.path for n in range(0, len(ids), 10000) for i, row in index.sources(ids[n:n + 10000]).items()}
-        rows = [(i, "\n".join(filter(None, [h, words.get(paths.get(i))])), c) for i, h, c in rows]
-        index.replace_search(vocab, [(i, german.index_text(h, vocab), german.index_text(c, vocab)) for i, h, c in rows],
-                             vocab_dirty=0, search_version=german.SEARCH_VERSION)
-    else:
-        index.write_meta(vocab_dirty=0, search_version=german.SEARCH_VERSION)
+    if vocab == old and meta.get("search_version") == german.SEARCH_VERSION:
+        index.write_meta(vocab_dirty=0)
+        return 0
+    words = json.loads(meta.get("page_words") or "{}")  # front matter title and tags (with_search_text)
+    ids = [i for i, _, _ in rows] if words else []
+    paths = {i: row.path for n in range(0, len(ids), 10000) for i, row in index.sources(ids[n:n + 10000]).items()}
+    rows = [(i, "\n".join(filter(None, [h, words.get(paths.get(i))])), c) for i, h, c in rows]
+    if meta.get("search_version") == german.SEARCH_VERSION:  # stored text = index_text(…, old): keep what stays
+        folded = [{w for _, w in german.index_words(h + "\n" + c)} for _, h, c in rows]
+        changed = german.changed_words(set().union(*folded), old, vocab)
+        rows = [row for row, seen in zip(rows, folded) if not seen.isdisjoint(changed)]
+    index.replace_search(vocab, [(i, german.index_text(h, vocab), german.index_text(c, vocab)) for i, h, c in rows],
+                         vocab_dirty=0, search_version=german.SEARCH_VERSION)
+    return len(rows)

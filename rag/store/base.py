@@ -59,7 +59,7 @@ class Store(Protocol):
     def write_page(self, path, page_hash, chunks) -> None: """One page's Chunks and vectors, one transaction."""
     def delete_page(self, path) -> None: """One page out of every table, one transaction."""
     def texts(self) -> list: """[(doc_id, heading, content)] of every chunk, by id."""
-    def replace_search(self, vocab, rows, **meta) -> None: """New vocabulary and search text, one transaction."""
+    def replace_search(self, vocab, rows, **meta) -> None: """New vocabulary; these chunks' search text, one transaction."""
     def flagged(self) -> list: """[(path, heading, flags JSON)] of chunks with flags."""
     def page_contents(self, path) -> list: """The contents of one page's chunks, in order."""
     def scrub(self, vacuum) -> int: """After deletions the bytes too (secure delete, merges, WAL); the WAL bytes left."""

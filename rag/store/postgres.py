@@ -235,7 +235,8 @@ class PostgresStore:
         return self.conn.execute("SELECT id, heading, content FROM docs ORDER BY id").fetchall()
 
     def replace_search(self, vocab, rows, **meta):
-        """New vocabulary and search text [(id, heading text, body text)] for every chunk, one transaction."""
+        """New vocabulary and search text [(id, heading text, body text)] for these chunks (the others keep
+        theirs), one transaction."""
         with self.conn.transaction():
             self.conn.execute("DELETE FROM vocab")
             with self.conn.cursor().copy("COPY vocab (word) FROM STDIN") as copy:

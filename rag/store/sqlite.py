@@ -200,12 +200,13 @@ class SQLiteStore:
         return self.conn.execute("SELECT id, heading, content FROM docs ORDER BY id").fetchall()
 
     def replace_search(self, vocab, rows, **meta):
-        """New vocabulary and search text [(id, heading text, body text)] for every chunk, one transaction."""
+        """New vocabulary and search text [(id, heading text, body text)] for these chunks (the others keep
+        theirs), one transaction."""
         with self.conn:
             self.conn.execute("DELETE FROM vocab")
             self.conn.executemany("INSERT INTO vocab VALUES (?)", [(w,) for w in sorted(vocab)])
             if self.has_lexical():
-                self.conn.execute("DELETE FROM fts")
+                self.conn.executemany("DELETE FROM fts WHERE rowid = ?", [(row[0],) for row in rows])
                 self.conn.executemany("INSERT INTO fts (rowid, heading, body) VALUES (?, ?, ?)", rows)
             write_meta(self.conn, **meta)
 

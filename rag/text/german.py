@@ -166,6 +166,14 @@ def plain_variant(raw_word):
     return lowered.translate(PLAIN)
 
 
+def index_words(text):
+    """The words index_text expands, as (raw, folded).
+
+    Example: index_words("Größe 4") -> [("Größe", "groesse"), ("4", "4")]
+    """
+    return [(raw, fold(raw)) for raw in WORD.findall(unicodedata.normalize("NFC", text))]
+
+
 def index_text(text, vocab):
     """The search text stored in the FTS index for a chunk (or a heading path).
 
@@ -173,13 +181,21 @@ def index_text(text, vocab):
              -> "kuendigungsfrist kuendigung frist kundigungsfrist"
     """
     out = []
-    for raw in WORD.findall(unicodedata.normalize("NFC", text)):
-        folded = fold(raw)
+    for raw, folded in index_words(text):
         out += expand(folded, vocab)
         plain = plain_variant(raw)
         if plain:
             out.append(plain)
     return " ".join(out)
+
+
+def changed_words(folded_words, old, new):
+    """The folded words whose search tokens differ between two vocabularies: only these change a search text.
+
+    Example: changed_words({"kuendigungsfrist", "drucker"}, {"kuendigung", "frist"}, {"kuendigung"})
+             -> {"kuendigungsfrist"}   ("frist" left the vocabulary, so the compound no longer splits)
+    """
+    return {w for w in folded_words if expand(w, old) != expand(w, new)}
 
 
 TRUNCATE = 6  # loose matching: words of 7+ letters also match any word with the same first 6
