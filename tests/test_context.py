@@ -247,3 +247,14 @@ def test_measured_thresholds_are_written_to_the_cache_not_into_the_package(tmp_p
         assert answerable.threshold(model) == entry.get("threshold")
     other = answerable.store("test-model.gguf", {"threshold": 0.1}, tmp_path / "eval.json")  # a path evaluate.py gives
     assert answerable.threshold("test-model.gguf", other) == 0.1 and answerable.threshold("test-model.gguf") == 0.42
+
+
+def test_a_printed_section_shows_an_image_as_its_alt_text_and_keeps_links():
+    section = ("1. Den Reiter öffnen.\n"
+               "[![Dashboard](../assets/images/de/asc-1.png)](../assets/images/de/asc-1.png)\n"
+               '2. <img src="media/admin.png" alt="Die Admin-Instanz" width="864" /> konfigurieren, '
+               "siehe [Benutzer](/docs/admin/users.md).\n3. ![](x.png) Speichern.\n\n```\necho '![a](b.png)'\n```")
+    found = answer.steps_answer(1, section)
+    assert "[Bild: Dashboard]" in found and "[Bild: Die Admin-Instanz]" in found and "[Bild] Speichern" in found
+    assert "asc-1.png" not in found and "<img" not in found and "[Benutzer](/docs/admin/users.md)" in found
+    assert "echo '![a](b.png)'" in found  # code stays as it is

@@ -48,6 +48,9 @@ TASKS = {  # chat: after the question, by question type (rag/answer/context.py k
               f"Steht es nicht in den Quellen, antworte genau: {NO_INFO}"),
 }
 OPEN, CLOSE = "<<<QUELLE [{n}]: {where}>>>", "<<<ENDE QUELLE [{n}]>>>"  # [n]: as the answer cites it
+IMAGE = re.compile(  # a Markdown image (also as a link to itself, as MkDocs pages write it) or an HTML <img>
+    r"\[!\[(?P<linked>[^\]]*)\]\([^)]*\)\]\([^)]*\)|!\[(?P<plain>[^\]]*)\]\([^)]*\)|<img\b(?P<attrs>[^>]*)>", re.I)
+ALT = re.compile(r"""\balt\s*=\s*(?:"([^"]*)"|'([^']*)')""", re.I)
 CITATION = re.compile(r"\[(\d+(?:\s*[,;]\s*\d+)*)\]")
 
 
@@ -79,13 +82,29 @@ def prefill(task, procedure=None):
 def steps_answer(procedure, section):
     """A how-to answer without the model: the section the answer comes from (rag/answer/choose.py best(),
     at most search.SECTION_MAX characters), verbatim, one step, list item, sentence, table row or code
-    block a line, under the number of its source. None for an empty section.
+    block a line, under the number of its source; an image outside code as its alt text ("[Bild: …]",
+    pictures()). None for an empty section.
 
     Example: steps_answer(2, "Als Admin:\n\n1. Per SSH anmelden.\n2. Mit `cm` anlegen. Wert in KB.")
              -> "Laut Quelle [2]:\nAls Admin:\n1. Per SSH anmelden.\n2. Mit `cm` anlegen. Wert in KB."
     """
-    lines = [unit.text for unit in context.units(section or "")]
+    lines = [unit.text if unit.kind == "code" else pictures(unit.text) for unit in context.units(section or "")]
     return "\n".join([f"Laut Quelle [{procedure}]:", *lines]) if lines else None
+
+
+def pictures(text):
+    """An image as its alt text, which a terminal or answer can show; everything else as it is.
+
+    Example: "Siehe [![Dashboard](../img/a.png)](../img/a.png) und <img src='b.png' alt=\"Login\" />"
+             -> "Siehe [Bild: Dashboard] und [Bild: Login]"
+    """
+    def alt(match):
+        said = match.group("linked") or match.group("plain") or ""
+        if match.group("attrs") is not None:
+            found = ALT.search(match.group("attrs"))
+            said = (found.group(1) or found.group(2) or "") if found else ""
+        return f"[Bild: {said.strip()}]" if said.strip() else "[Bild]"
+    return IMAGE.sub(alt, text)
 
 
 def task_text(task, procedure=None):
