@@ -158,10 +158,10 @@ class PostgresStore:
         return self.conn.execute("SELECT count(*) FROM docs").fetchone()[0]
 
     def lexical_count(self):
-        if self.hidden:  # the chunks the reader may see, counted once per opened store (one question)
-            if getattr(self, "visible_rows", None) is None:
-                self.visible_rows = self.conn.execute("SELECT count(*) FROM docs WHERE NOT (path = ANY(%s))",
-                                                      (self.hidden,)).fetchone()[0]
+        if self.hidden and getattr(self, "visible_rows", None) is None:  # counted once per opened store (question)
+            self.visible_rows = self.conn.execute("SELECT count(*) FROM docs WHERE NOT (path = ANY(%s))",
+                                                  (self.hidden,)).fetchone()[0]
+        if self.hidden:  # the chunks the reader may see
             return self.visible_rows
         return int(self.meta().get("lexical_rows", 0))
 
@@ -291,8 +291,7 @@ class PostgresStore:
         counts = self.conn.execute(  # the reader's own N and document frequencies (access.idf); avgdl stays the index's
             "SELECT (SELECT count(*) FROM docs WHERE tsv @@ q::tsquery AND NOT (path = ANY(%s))) FROM unnest(%s::text[]) "
             "WITH ORDINALITY AS x(q, n) ORDER BY n", (self.hidden, [tsquery([[alt]]) for alt in phrases])).fetchall()
-        total = self.lexical_count() if self.hidden else rows
-        idf = [access.idf(total, n) for n, in counts]
+        idf = [access.idf(total, n) for total in [self.lexical_count() if self.hidden else rows] for n, in counts]
         return [tuple(r) for r in self.conn.execute(BM25_SQL, {
             "words": [w for w, _ in phrases], "prefix": [p for _, p in phrases], "idf": idf, "query": tsquery(groups),
             "avgdl": tokens / rows, "limit": limit, "hidden": self.hidden}).fetchall()]
