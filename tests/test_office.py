@@ -1,7 +1,8 @@
 """Scans and office files (issue 32): OCR, OpenDocument, Excel, PowerPoint and e-mail, reader by reader, then build_index.py.
 
 The documents are written here by scripts/make_office_pages.py (zips and messages in the spellings
-the office programs use; scans rendered from text by pdftoppm, so their truth is known). A fake
+the office programs use; scans rendered from text by pdftoppm, so their truth is known), and once more
+by LibreOffice from flat OpenDocument and HTML (soffice: skipped locally when missing, a failure in CI). A fake
 tesseract (a Python script printing tesseract's TSV) tests the OCR paths without tesseract; the real
 OCR tests need tesseract with its German model and pdftoppm: skipped locally when missing, a failure
 in CI (CI=true), like the `real` fixture.
