@@ -1,22 +1,32 @@
 #!/usr/bin/env python3
 """Write a test set of office documents and scans whose text is known (stdlib + poppler's pdftoppm).
 
-    python3 scripts/make_office_pages.py OUT   # -> OUT/vertraege/mietvertrag-scan.pdf, OUT/aushang.png, …
+    python3 scripts/make_office_pages.py OUT             # -> OUT/vertraege/mietvertrag-scan.pdf, OUT/aushang.png, …
+    python3 scripts/make_office_pages.py --soffice OUT   # the office files written by LibreOffice instead
 
 The scans are rendered from text PDFs (scripts/make_sample_pages.py) by pdftoppm and wrapped back into a
 PDF as greyscale images without a text layer, so the truth of an OCR run is the text they were made from
 (SCAN_TEXT). The .xlsx, .pptx, .odt and .eml files are small zips and messages written here, in the
 spellings Excel, PowerPoint, LibreOffice and mail programs use. The tests reuse the functions.
 
+With --soffice, LibreOffice writes the .odt, .xlsx, .pptx and the mail's .docx: the same content as
+flat OpenDocument (.fodt, .fods, .fodp) or HTML, converted by `soffice --headless --convert-to`, with
+hidden canaries (a hidden sheet, row, column, slide with notes, hidden character style and section)
+that must never reach the index. LibreOffice 7.4 does not keep the conditional fields
+"versteckter Text"/"versteckter Absatz" of a flat file (their text becomes visible), and a .docx has
+no hidden sections (the section's text becomes visible), so those canaries are left out.
+
 Does not handle: real photographs (the notice is a clean rendering), compression other than zlib,
-documents made by a real office suite (none is installed on the build machines).
+documents saved by Microsoft Office.
 """
 import argparse
 import email.message
 import io
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import zipfile
 import zlib
 from pathlib import Path
@@ -26,6 +36,8 @@ import make_sample_pages as sample  # noqa: E402  (the text PDF writer)
 
 ZIP_DATE = (2024, 5, 2, 8, 0, 0)  # fixed, so the bytes never change
 SCAN_DPI = 150  # resolution of the "scanner"; OCR renders again at rag/ingest/formats/ocr.py DPI
+SOFFICE_TIMEOUT = 300  # seconds for one soffice run (a cold start takes ~4 s, the 2,000-row sheet ~10 s)
+CANARY = "KANARIENVOGEL"  # hidden text of the --soffice set that must never reach the index
 NS_S = "http://schemas.openxmlformats.org/spreadsheetml/2006/main"
 NS_R = "http://schemas.openxmlformats.org/officeDocument/2006/relationships"
 NS_PR = "http://schemas.openxmlformats.org/package/2006/relationships"
@@ -38,6 +50,7 @@ ODF_NS = ('xmlns:office="urn:oasis:names:tc:opendocument:xmlns:office:1.0" '
           'xmlns:fo="urn:oasis:names:tc:opendocument:xmlns:xsl-fo-compatible:1.0" '
           'xmlns:draw="urn:oasis:names:tc:opendocument:xmlns:drawing:1.0" '
           'xmlns:presentation="urn:oasis:names:tc:opendocument:xmlns:presentation:1.0" '
+          'xmlns:svg="urn:oasis:names:tc:opendocument:xmlns:svg-compatible:1.0" '
           'xmlns:dc="http://purl.org/dc/elements/1.1/"')
 SCAN_TEXT = [  # the scanned two-page contract: one list of lines per page
     ["Mietvertrag Lagerfläche Halle 3", "", "Zwischen der Nordlicht Logistik GmbH und der Hafenlager",
@@ -169,6 +182,109 @@ def odf_bytes(suffix, body, styles="", title=None, parts=None):
     return zip_bytes({**files, **(parts or {})})
 
 
+def flat_odf(suffix, body, styles="", title=None, master=""):
+    """The same document as odf_bytes, as one flat XML file (.fodt, .fods, .fodp) for LibreOffice to open.
+
+    Example: flat_odf(".odt", '<text:p>Hallo</text:p>') -> '<?xml …?><office:document … office:mimetype=…'
+    """
+    kind, mimetype = ODF_TYPES[suffix]
+    meta = f"<office:meta><dc:title>{xml_text(title)}</dc:title></office:meta>" if title else ""
+    return (f'<?xml version="1.0" encoding="UTF-8"?><office:document {ODF_NS} office:version="1.3" '
+            f'office:mimetype="{mimetype}">{meta}<office:automatic-styles>{styles}</office:automatic-styles>{master}'
+            f"<office:body><office:{kind}>{body}</office:{kind}></office:body></office:document>")
+
+
+def fods_table(name, rows, hidden_rows=(), hidden_cols=(), style=None):
+    """A <table:table> of rows (1-based hidden_rows and hidden_cols collapsed), numbers as float cells."""
+    width = max((len(r) for r in rows), default=0)
+    cols = "".join('<table:table-column table:visibility="collapse"/>' if c in hidden_cols else "<table:table-column/>"
+                   for c in range(1, width + 1))
+    body = []
+    for number, row in enumerate(rows, 1):
+        cells = "".join(
+            f'<table:table-cell office:value-type="float" office:value="{v}"><text:p>{v}</text:p></table:table-cell>'
+            if isinstance(v, (int, float)) else
+            f'<table:table-cell office:value-type="string"><text:p>{xml_text(v)}</text:p></table:table-cell>'
+            if v != "" else "<table:table-cell/>" for v in row)
+        attr = ' table:visibility="collapse"' if number in hidden_rows else ""
+        body.append(f"<table:table-row{attr}>{cells}</table:table-row>")
+    attr = f' table:style-name="{style}"' if style else ""
+    return f'<table:table table:name="{xml_text(name)}"{attr}>{cols}{"".join(body)}</table:table>'
+
+
+HIDDEN_SHEET = '<style:style style:name="ta-hidden" style:family="table"><style:table-properties table:display="false"/></style:style>'
+
+
+def fodp_slides(slides):
+    """(styles, master, body) of a .fodp: slides as for pptx_bytes (title, lines, notes, hidden).
+
+    LibreOffice keeps a frame's presentation:class (title, outline, notes) only with a presentation
+    style and a master page; without them the title becomes a plain text box.
+    """
+    styles = ('<style:style style:name="pr1" style:family="presentation"/><style:style style:name="dp-hidden" '
+              'style:family="drawing-page"><style:drawing-page-properties presentation:visibility="hidden"/>'
+              "</style:style>")
+    master = '<office:master-styles><style:master-page style:name="Standard"/></office:master-styles>'
+
+    def frame(kind, lines, y):
+        paragraphs = "".join(f"<text:p>{xml_text(line)}</text:p>" for line in lines)
+        return (f'<draw:frame presentation:style-name="pr1" draw:layer="layout" svg:width="24cm" svg:height="4cm" '
+                f'svg:x="2cm" svg:y="{y}cm" presentation:class="{kind}" presentation:placeholder="false" '
+                f'presentation:user-transformed="true"><draw:text-box>{paragraphs}</draw:text-box></draw:frame>')
+    pages = []
+    for n, slide in enumerate(slides, 1):
+        hidden = ' draw:style-name="dp-hidden"' if slide.get("hidden") else ""
+        notes = (f'<presentation:notes>{frame("notes", slide["notes"], 14)}</presentation:notes>'
+                 if slide.get("notes") else "")
+        pages.append(f'<draw:page draw:name="Folie{n}" draw:master-page-name="Standard"{hidden}>'
+                     f'{frame("title", [slide["title"]], 1)}{frame("outline", slide.get("lines", []), 6)}{notes}</draw:page>')
+    return styles, master, "".join(pages)
+
+
+# -- LibreOffice -----------------------------------------------------------------------------------
+SOFFICE_INSTALL = "apt-get install libreoffice-writer-nogui libreoffice-calc-nogui libreoffice-impress-nogui"
+CONVERT_TO = {".odt": "odt", ".ods": "ods", ".odp": "odp", ".docx": "docx:MS Word 2007 XML",
+              ".xlsx": "xlsx:Calc Office Open XML", ".pptx": "pptx:Impress MS PowerPoint 2007 XML"}
+IN_FILTER = {".html": "HTML (StarWriter)"}  # HTML opens in Writer, not Writer/Web (which cannot write .docx)
+
+
+def soffice_convert(sources, targets, soffice=None):
+    """Files written by LibreOffice: sources {name: text} (.fodt, .fods, .fodp, .html, .csv), targets
+    [(source name, suffix)]; one `soffice --headless --convert-to` run per kind, in a private profile.
+
+    Example: soffice_convert({"t.fods": fods}, [("t.fods", ".xlsx")]) -> {"t.xlsx": b"PK…"}
+    """
+    soffice = soffice or shutil.which("soffice")
+    if not soffice:
+        raise SystemExit(f"Fehler: soffice (LibreOffice) nicht gefunden – installieren mit: {SOFFICE_INSTALL}")
+    out = {}
+    with tempfile.TemporaryDirectory(prefix="office-soffice-") as tmp:
+        folder = Path(tmp)
+        (folder / "in").mkdir()
+        for name, text in sources.items():
+            (folder / "in" / name).write_text(text, encoding="utf-8")
+        runs = {}
+        for name, suffix in targets:
+            runs.setdefault((Path(name).suffix, suffix), []).append(name)
+        for (source_suffix, suffix), names in runs.items():
+            cmd = [soffice, f"-env:UserInstallation={(folder / 'profile').as_uri()}", "--headless", "--norestore"]
+            if source_suffix in IN_FILTER:
+                cmd.append(f"--infilter={IN_FILTER[source_suffix]}")
+            cmd += ["--convert-to", CONVERT_TO[suffix], "--outdir", str(folder / suffix[1:]),
+                    *(str(folder / "in" / n) for n in names)]
+            try:
+                done = subprocess.run(cmd, capture_output=True, text=True, timeout=SOFFICE_TIMEOUT)
+            except subprocess.TimeoutExpired:
+                raise SystemExit(f"Fehler: soffice brauchte länger als {SOFFICE_TIMEOUT} s für {', '.join(names)}")
+            for name in names:
+                made = folder / suffix[1:] / (Path(name).stem + suffix)
+                if not made.is_file():
+                    raise SystemExit(f"Fehler: soffice hat {made.name} nicht geschrieben (Code {done.returncode}): "
+                                     f"{(done.stderr or done.stdout).strip()[-300:]}")
+                out[made.name] = made.read_bytes()
+    return out
+
+
 # -- e-mail ----------------------------------------------------------------------------------------
 def eml_bytes(subject, sender, to, body, html=None, attachments=()):
     """An RFC 822 message: text body (and an HTML alternative), attachments [(file name, bytes)]."""
@@ -265,45 +381,99 @@ def phone_rows(count=2000):
     return rows
 
 
-def test_set():
-    """{path: bytes} of the test set: a scanned contract, a notice photo, a mixed PDF, .odt, .xlsx, .pptx, .eml."""
-    handbook = ('<text:h text:outline-level="1">Notfallplan Serverraum</text:h><text:h text:outline-level="2">'
-                'Bei Wassereinbruch</text:h><text:list><text:list-item><text:p>Hauptsicherung S4 im Flur abschalten.'
-                '</text:p></text:list-item><text:list-item><text:p>Haustechnik unter Durchwahl 2290 rufen.</text:p>'
-                '</text:list-item></text:list><text:h text:outline-level="2">Zuständigkeiten</text:h><table:table>'
-                '<table:table-row><table:table-cell><text:p>Klimaanlage</text:p></table:table-cell><table:table-cell>'
-                '<text:p>Kältetechnik Reimers, Wartung jeden zweiten Dienstag</text:p></table:table-cell>'
-                '</table:table-row><table:table-row><table:table-cell><text:p>USV</text:p></table:table-cell>'
-                '<table:table-cell><text:p>Batterietausch alle vier Jahre, zuletzt 2022</text:p></table:table-cell>'
-                '</table:table-row></table:table>')
-    slides = [{"title": "Staplerschein", "lines": ["Unterweisung für Flurförderzeuge"]},
-              {"title": "Prüfung", "lines": ["Theorie und Praxis am selben Tag"],
-               "notes": ["Die praktische Prüfung dauert 45 Minuten auf dem Hof hinter Halle 2."]},
-              {"title": "Alter Termin", "lines": ["Prüfung am 3. Februar"], "hidden": True,
-               "notes": ["Dieser Termin entfällt."]}]
-    offer = sample.docx_bytes([("berschrift1", "Angebot Etikettendrucker"),
-                               (None, "Zwölf Etikettendrucker Zebra ZT411 kosten zusammen 18.960 Euro netto."),
-                               ("berschrift2", "Lieferung"), (None, "Lieferung in Kalenderwoche 22 frei Haus.")])
+HANDBOOK = ('<text:h text:outline-level="1">Notfallplan Serverraum</text:h><text:h text:outline-level="2">'
+            'Bei Wassereinbruch</text:h><text:list><text:list-item><text:p>Hauptsicherung S4 im Flur abschalten.'
+            '{hidden_span}</text:p></text:list-item><text:list-item><text:p>Haustechnik unter Durchwahl 2290 rufen.'
+            '</text:p></text:list-item></text:list>{hidden_section}<text:h text:outline-level="2">Zuständigkeiten'
+            '</text:h><table:table>{columns}<table:table-row><table:table-cell><text:p>Klimaanlage</text:p>'
+            '</table:table-cell><table:table-cell><text:p>Kältetechnik Reimers, Wartung jeden zweiten Dienstag</text:p>'
+            '</table:table-cell></table:table-row><table:table-row><table:table-cell><text:p>USV</text:p>'
+            '</table:table-cell><table:table-cell><text:p>Batterietausch alle vier Jahre, zuletzt 2022</text:p>'
+            '</table:table-cell></table:table-row></table:table>')
+SLIDES = [{"title": "Staplerschein", "lines": ["Unterweisung für Flurförderzeuge"]},
+          {"title": "Prüfung", "lines": ["Theorie und Praxis am selben Tag"],
+           "notes": ["Die praktische Prüfung dauert 45 Minuten auf dem Hof hinter Halle 2."]},
+          {"title": "Alter Termin", "lines": ["Prüfung am 3. Februar"], "hidden": True,
+           "notes": ["Dieser Termin entfällt."]}]
+OFFER = [("berschrift1", "Angebot Etikettendrucker"),
+         (None, "Zwölf Etikettendrucker Zebra ZT411 kosten zusammen 18.960 Euro netto."),
+         ("berschrift2", "Lieferung"), (None, "Lieferung in Kalenderwoche 22 frei Haus.")]
+MAIL = ("Freigabe Etikettendrucker", "Jens Hollander <j.hollander@nordlicht.example>",
+        "Einkauf <einkauf@nordlicht.example>",
+        "Hallo,\n\ndas Angebot im Anhang ist freigegeben. Bitte bis Freitag bestellen.\n\nJens Hollander")
+
+
+def soffice_sources():
+    """The office files of the test set as flat OpenDocument and HTML, with hidden canaries, for LibreOffice.
+
+    Each canary sits where LibreOffice keeps the hidden flag in every target format: a character
+    style with text:display="none", a hidden section (.odt only), a hidden sheet, row (after the last
+    person) and column (a note per row), a hidden slide with notes.
+    """
+    hidden_span = f'<text:span text:style-name="T-hidden"> {CANARY} Zeichen</text:span>'
+    hidden_section = f'<text:section text:name="Alt" text:display="none"><text:p>{CANARY} Bereich</text:p></text:section>'
+    text_styles = '<style:style style:name="T-hidden" style:family="text"><style:text-properties text:display="none"/></style:style>'
+    phones = [row + (["Notiz"] if n == 0 else [f"{CANARY} Spalte"] if n == 1 else []) for n, row in enumerate(phone_rows())]
+    phones.append([f"{CANARY} Zeile", "", 9999])
+    sheets = (fods_table("Telefonliste", phones, hidden_rows=[len(phones)], hidden_cols=[7])
+              + fods_table("Intern", [[f"{CANARY} Blatt"]], style="ta-hidden"))
+    slides = [dict(s) for s in SLIDES]
+    slides[2]["lines"], slides[2]["notes"] = slides[2]["lines"] + [f"{CANARY} Folie"], [f"Dieser Termin entfällt. {CANARY} Notiz"]
+    styles, master, pages = fodp_slides(slides)
+    offer = "".join(f"<h{style[-1]}>{xml_text(text)}</h{style[-1]}>" if style else f"<p>{xml_text(text)}</p>"
+                    for style, text in OFFER)
+    return {
+        "notfallplan.fodt": flat_odf(".odt", HANDBOOK.format(hidden_span=hidden_span, hidden_section=hidden_section,
+                                                             columns='<table:table-column table:number-columns-repeated="2"/>'),
+                                     text_styles),
+        "telefonliste.fods": flat_odf(".ods", sheets, HIDDEN_SHEET),
+        "stapler.fodp": flat_odf(".odp", pages, styles, master=master),
+        "angebot.html": f'<!DOCTYPE html><html lang="de"><head><meta charset="utf-8"><title>{OFFER[0][1]}</title>'
+                        f"</head><body>{offer}</body></html>"}
+
+
+def office_files(soffice=None):
+    """{name: bytes} of the .odt, .xlsx, .pptx and the mail's .docx: written by LibreOffice (soffice: its path)
+    from soffice_sources(), or here (None)."""
+    if soffice:
+        return soffice_convert(soffice_sources(), [("notfallplan.fodt", ".odt"), ("telefonliste.fods", ".xlsx"),
+                                                   ("stapler.fodp", ".pptx"), ("angebot.html", ".docx")], soffice)
+    return {"notfallplan.odt": odf_bytes(".odt", HANDBOOK.format(hidden_span="", hidden_section="", columns="")),
+            "telefonliste.xlsx": xlsx_bytes([{"name": "Telefonliste", "rows": phone_rows()}]),
+            "stapler.pptx": pptx_bytes(SLIDES), "angebot.docx": sample.docx_bytes(OFFER)}
+
+
+def test_set(soffice=None):
+    """{path: bytes} of the test set: a scanned contract, a notice photo, a mixed PDF, .odt, .xlsx, .pptx, .eml.
+
+    soffice: the path of LibreOffice's soffice, which then writes the office files (office_files).
+    """
     mixed = [("text", ["Anlage 1: Schlüsselliste", "", "Tor 7 und Tor 8 öffnet der Schlüssel Nummer 4417."]),
              ["Hofordnung", "", "Die Hofeinfahrt wird um 22 Uhr verschlossen.", "Lkw warten auf dem Parkplatz Süd."]]
+    made = office_files(soffice)
     return {
         "vertraege/mietvertrag-scan.pdf": scan_pdf(SCAN_TEXT),
         "aushang/kantine.png": png_bytes(NOTICE_TEXT),
         "vertraege/anlagen-gemischt.pdf": scan_pdf(mixed),
-        "technik/notfallplan.odt": odf_bytes(".odt", handbook),
-        "verwaltung/telefonliste.xlsx": xlsx_bytes([{"name": "Telefonliste", "rows": phone_rows()}]),
-        "schulung/stapler.pptx": pptx_bytes(slides),
-        "mail/freigabe-etikettendrucker.eml": eml_bytes(
-            "Freigabe Etikettendrucker", "Jens Hollander <j.hollander@nordlicht.example>",
-            "Einkauf <einkauf@nordlicht.example>", "Hallo,\n\ndas Angebot im Anhang ist freigegeben. Bitte bis "
-            "Freitag bestellen.\n\nJens Hollander", attachments=[("angebot.docx", offer)])}
+        "technik/notfallplan.odt": made["notfallplan.odt"],
+        "verwaltung/telefonliste.xlsx": made["telefonliste.xlsx"],
+        "schulung/stapler.pptx": made["stapler.pptx"],
+        "mail/freigabe-etikettendrucker.eml": eml_bytes(*MAIL, attachments=[("angebot.docx", made["angebot.docx"])])}
 
 
 def main():
     parser = argparse.ArgumentParser(description="Schreibt den Testsatz aus Scans und Office-Dateien in einen Ordner.")
     parser.add_argument("ordner", nargs="?", default="office-wiki", help="Zielordner (Standard: office-wiki)")
-    out = Path(parser.parse_args().ordner)
-    for rel, data in test_set().items():
+    parser.add_argument("--soffice", action="store_true",
+                        help="die .odt, .xlsx, .pptx und den .docx-Anhang von LibreOffice schreiben lassen (aus flachem "
+                             "OpenDocument und HTML); Programm: soffice aus PATH oder RAG_SOFFICE")
+    args = parser.parse_args()
+    out = Path(args.ordner)
+    program = os.environ.get("RAG_SOFFICE", "soffice")
+    soffice = shutil.which(program) if args.soffice else None
+    if args.soffice and not soffice:
+        raise SystemExit(f"Fehler: {program} nicht gefunden – LibreOffice installieren mit: {SOFFICE_INSTALL}")
+    for rel, data in test_set(soffice).items():
         (out / rel).parent.mkdir(parents=True, exist_ok=True)
         (out / rel).write_bytes(data)
         print(f"{out / rel}: {len(data)} Bytes")

@@ -49,6 +49,17 @@ def test_units_keep_items_code_rows_and_sentences_whole():
     assert all(u.text in STEPS + "\n\n| Gruppe | Quota |\n| Lager | 2 GB |" for u in found)  # verbatim
 
 
+@pytest.mark.parametrize("content, expected", [
+    ("Wegen Umbau bleibt die Kantine vom\n12. bis 16. August geschlossen.",  # a scanned notice, wrapped
+     [("sentence", "Wegen Umbau bleibt die Kantine vom 12. bis 16. August geschlossen.")]),
+    ("Schritte:\n1. anmelden\n2. starten", [("sentence", "Schritte:"), ("item", "1. anmelden"), ("item", "2. starten")]),
+    ("Text\n- Punkt", [("sentence", "Text"), ("item", "- Punkt")]),
+    ("2. Dienst starten\n3. prüfen", [("item", "2. Dienst starten"), ("item", "3. prüfen")]),
+])
+def test_units_a_numbered_line_inside_a_paragraph_continues_it_unless_it_is_1_or_a_bullet(content, expected):
+    assert [tuple(u) for u in context.units(content)] == expected
+
+
 def test_steps_keep_each_first_sentence_and_a_later_command():
     assert context.steps(STEPS) == ("1. Per SSH anmelden.\n2. `cyradm` starten und das Passwort eingeben.\n"
                                     "3. Die Mailbox mit `cm` anlegen.\n4. Die Quota setzen. Dafür gibt es `sq`; "

@@ -251,15 +251,18 @@ def test_a_far_away_file_does_not_push_out_the_big_one():
 
 
 # -- the relevance floor with a cosine reject threshold --------------------------------------------
-@pytest.mark.parametrize("cosine, coverage, weak", [
-    (0.83, 1.0, True),  # below the reject threshold: refused even when every word matches
-    (0.855, 0.10, True),  # between the thresholds: the full-text rule decides (too little covered)
-    (0.855, 0.60, False),
-    (0.87, 0.10, False),  # from the floor on the vectors alone are enough evidence
+@pytest.mark.parametrize("cosine, coverage, strategy, weak", [
+    (0.83, 0.9, "strict", True),  # below the reject threshold: refused even when most words match
+    (0.83, 1.0, "strict", False),  # … but not when a hit holds every word (a table row: "Durchwahl … Sven Schütt")
+    (0.83, 1.0, "compound", True),  # … as words, not as parts of compounds ("Urlaubstage" in "Urlaub" and "Tage")
+    (0.855, 0.10, "or", True),  # between the thresholds: the full-text rule decides (too little covered)
+    (0.855, 0.60, "or", False),
+    (0.87, 0.10, "or", False),  # from the floor on the vectors alone are enough evidence
 ])
-def test_judge_rejects_low_cosine_even_when_words_match(cosine, coverage, weak):
+def test_judge_rejects_low_cosine_unless_every_word_matches(cosine, coverage, strategy, weak):
     from rag.search.ranking import Retrieval, judge
-    result = judge(Retrieval([], "hybrid", coverage=coverage, unknown=0.0, best_cosine=cosine), 0.862, 0.85)
+    result = judge(Retrieval([], "hybrid", coverage=coverage, unknown=0.0, best_cosine=cosine, strategy=strategy),
+                   0.862, 0.85)
     assert result.weak is weak
     assert ("< 0.85" in result.weak_reason) is (weak and cosine < 0.85)
 

@@ -1,7 +1,8 @@
 """Scans and office files (issue 32): OCR, OpenDocument, Excel, PowerPoint and e-mail, reader by reader, then build_index.py.
 
 The documents are written here by scripts/make_office_pages.py (zips and messages in the spellings
-the office programs use; scans rendered from text by pdftoppm, so their truth is known). A fake
+the office programs use; scans rendered from text by pdftoppm, so their truth is known), and once more
+by LibreOffice from flat OpenDocument and HTML (soffice: skipped locally when missing, a failure in CI). A fake
 tesseract (a Python script printing tesseract's TSV) tests the OCR paths without tesseract; the real
 OCR tests need tesseract with its German model and pdftoppm: skipped locally when missing, a failure
 in CI (CI=true), like the `real` fixture.
@@ -335,6 +336,65 @@ def test_build_reads_each_kind_drops_the_canaries_and_warns_once_per_damaged_fil
         in lines
     assert {p for p, _, _ in found} == set(SMALL_WIKI) | {f"office/{n}" for n in
                                                          ("telefon.xlsx", "schulung.pptx", "plan.odt", "freigabe.eml")}
+
+
+# -- documents written by LibreOffice --------------------------------------------------------------
+@pytest.fixture(scope="module")
+def soffice_files():
+    """The office files of the test set and their .ods/.odp/.docx siblings, converted by LibreOffice (about 25 s).
+
+    soffice missing: skipped locally, a failure in CI (.ci/run installs LibreOffice)."""
+    if not shutil.which("soffice"):
+        from conftest import missing_part
+        missing_part(f"soffice missing – install with: {office.SOFFICE_INSTALL}")
+    targets = [("notfallplan.fodt", ".odt"), ("telefonliste.fods", ".xlsx"), ("stapler.fodp", ".pptx"),
+               ("angebot.html", ".docx"), ("telefonliste.fods", ".ods"), ("stapler.fodp", ".odp"),
+               ("notfallplan.fodt", ".docx")]
+    return office.soffice_convert(office.soffice_sources(), targets)
+
+
+SOFFICE_HIDDEN = {"notfallplan.odt": {hidden.OFFICE: 2}, "telefonliste.xlsx": {hidden.SHEET: 1, hidden.ROW: 1, hidden.COLUMN: 1},
+                  "stapler.pptx": {hidden.SLIDE: 1}, "angebot.docx": {}, "telefonliste.ods":
+                  {hidden.SHEET: 1, hidden.ROW: 1, hidden.COLUMN: 1}, "stapler.odp": {hidden.SLIDE: 1},
+                  "notfallplan.docx": {hidden.WORD: 1}}  # LibreOffice's own spellings of each hidden flag
+
+
+TWINS = {"telefonliste.ods": "telefonliste.xlsx", "stapler.odp": "stapler.pptx", "notfallplan.docx": "notfallplan.odt"}
+
+
+def without_title(text):
+    """Markdown below its first line (a sibling format's file name is its title). Example: "# a.ods\n\nx" -> "\nx" """
+    return text.split("\n", 1)[1]
+
+
+@pytest.mark.parametrize("name", SOFFICE_HIDDEN)
+def test_soffice_documents_read_as_the_hand_written_ones_without_their_canaries(soffice_files, name):
+    """What LibreOffice writes reads to the same Markdown as the hand-written set, every canary dropped and counted.
+
+    Not the hidden section of the .docx: Word has no hidden sections, LibreOffice writes its text visible."""
+    notes = formats.Notes()
+    text = formats.to_markdown(name, soffice_files[name], notes=notes)
+    if name == "notfallplan.docx":
+        assert f"{CANARY} Zeichen" not in text and f"\n\n{CANARY} Bereich\n" in text
+        text = text.replace(f"\n\n{CANARY} Bereich", "")
+    assert CANARY not in text
+    assert dict(notes.hidden) == SOFFICE_HIDDEN[name]
+    twin = TWINS.get(name, name)
+    hand = formats.to_markdown(twin, office.office_files()[twin])
+    assert without_title(text) == without_title(hand) and (twin != name or text == hand)
+
+
+def test_soffice_set_is_indexed_without_a_canary(tmp_path, fake_embedding, soffice_files):
+    wiki = write_wiki(tmp_path / "wiki", SMALL_WIKI)
+    for name in ("notfallplan.odt", "telefonliste.xlsx", "stapler.pptx"):
+        (wiki / name).write_bytes(soffice_files[name])
+    (wiki / "freigabe.eml").write_bytes(office.eml_bytes(*office.MAIL, attachments=[("angebot.docx", soffice_files["angebot.docx"])]))
+    result = ok(build(wiki, fake_embedding))
+    found = rows(fake_embedding["RAG_DB"])
+    assert not [r for r in found if CANARY in r[1] + r[2]]
+    assert "telefonliste.xlsx › Telefonliste › Zeile 1735" in {h for _, h, _ in found}
+    assert "Warnung: telefonliste.xlsx: versteckter Text entfernt (1 ausgeblendete Zeile, 1 ausgeblendete Spalte, " \
+           "1 ausgeblendetes Tabellenblatt) – Seite trotzdem indexiert" in warnings(result)
 
 
 # -- real OCR --------------------------------------------------------------------------------------

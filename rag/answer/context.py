@@ -52,6 +52,7 @@ HOWTO_WORDS = re.compile(  # verbs of a procedure anywhere in the question
     r"austauschen|umziehen|löschen|loeschen|hinzufügen|hinzufuegen|starten|neu\s+starten|aktualisieren|updaten|"
     r"einstellen|ändern|aendern|vorgehen)\b", re.I)
 LIST_ITEM = re.compile(r"^\s*(?:[-*+•]|\d{1,2}[.)])\s+")
+ORDERED = re.compile(r"^\s*(\d{1,2})[.)]\s+")
 NUMBERED = re.compile(r"^\s*\d{1,2}[.)]\s+", re.M)
 BULLET = re.compile(r"^\s*[-*+•]\s+", re.M)
 FENCE = re.compile(r"^\s*(```|~~~)")
@@ -71,6 +72,15 @@ def kind(question, sources=()):
     if HOWTO_WORDS.search(question) and re.search(rf"\b(?:wie(?!\s+{QUANTITY})|was)\b", question, re.I):
         return "howto"
     return "fact"
+
+
+def starts_item(line, in_paragraph):
+    """A list item begins at this line. Inside a running paragraph only a bullet or "1." does (as in
+    CommonMark): a wrapped line of a scan or PDF continues its sentence.
+    Examples: ("12. bis 16. August geschlossen.", True) -> False; ("2. Dienst starten", False) -> True
+    """
+    ordered = ORDERED.match(line)
+    return bool(LIST_ITEM.match(line)) and not (in_paragraph and ordered and ordered.group(1) != "1")
 
 
 def units(content):
@@ -96,7 +106,7 @@ def units(content):
             fence = [line]
         elif not line.strip():
             flush()
-        elif LIST_ITEM.match(line):
+        elif starts_item(line, bool(paragraph)):
             flush()
             out.append(Unit("item", line.rstrip()))
         elif line.lstrip().startswith("|") or line.count(" | ") >= 1:

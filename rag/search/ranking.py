@@ -51,6 +51,10 @@ MAX_PER_FILE = 3  # at most this many chunks of one file in the final top-k …
 COMPARABLE = 0.98  # … while another file has a candidate scoring at least this share (0 = hard cap)
 MIN_COVERAGE = 0.25  # floor: IDF-weighted share of the question found in the best lexical hit
 MAX_UNKNOWN = 0.45  # floor: IDF-weighted share of the question that no chunk contains
+FULL_COVERAGE = 0.999  # floor: the strict stage found a hit with every word of the question (or its stem); then a
+#                        low cosine alone does not refuse (a table row "Name: Schütt | Vorname: Sven | Durchwahl: 3357"
+#                        has cosine 0.83 to "Welche Durchwahl hat Sven Schütt?"); no verdict of the three answer sets
+#                        or eval/questions.jsonl changes (docs/suche.md)
 MODES = ("hybrid", "vector", "lexical")
 
 
@@ -274,21 +278,23 @@ def judge(result, floor_cosine, reject_cosine=None):
     """Set result.weak when the wiki evidence is too thin to ask the LLM.
 
     Weak = the best cosine is below reject_cosine (the question is about something else, even when
-    common words match), or: the best lexical hit covers less than MIN_COVERAGE of the question
-    (IDF-weighted) or at least MAX_UNKNOWN of the question is words that no chunk contains — unless
+    common words match) unless the strict stage found a hit with every word (FULL_COVERAGE), or:
+    the best lexical hit covers less than MIN_COVERAGE of the question (IDF-weighted) or at least
+    MAX_UNKNOWN of the question is words that no chunk contains — unless
     the best cosine reaches floor_cosine. Both thresholds are measured per embedding model
     (None = vectors do not count, as for Gemma 3 270M, whose cosines do not separate in-wiki from
     out-of-wiki questions). Measured on eval/questions.jsonl, see docs/suche.md ("Ehrliches Nein").
 
-    Example (e5: reject 0.85, floor 0.862): cosine 0.83 -> weak; cosine 0.855 with coverage 10% -> weak;
-    cosine 0.855 with coverage 60% -> not weak; cosine 0.87 -> not weak.
+    Example (e5: reject 0.85, floor 0.862): cosine 0.83 -> weak (strict stage, coverage 100%, nothing unknown:
+    not weak); cosine 0.855 with coverage 10% -> weak; cosine 0.855 with coverage 60% -> not weak; cosine 0.87 -> not weak.
     """
     cosine = result.best_cosine
     lexical_ok = result.coverage >= MIN_COVERAGE and result.unknown < MAX_UNKNOWN
     vector_ok = floor_cosine is not None and cosine is not None and cosine >= floor_cosine
     if result.mode == "vector":  # no lexical evidence in this mode: only the cosine floor can refuse
         lexical_ok, vector_ok = False, floor_cosine is None or vector_ok
-    if reject_cosine is not None and cosine is not None and cosine < reject_cosine:
+    every_word = result.strategy == "strict" and result.coverage >= FULL_COVERAGE and result.unknown == 0
+    if reject_cosine is not None and cosine is not None and cosine < reject_cosine and not every_word:
         result.weak = True
         result.weak_reason = f"bester Kosinus {cosine:.3f} < {reject_cosine} (Frage passt zu keinem Chunk)"
     elif not (lexical_ok or vector_ok):
