@@ -24,19 +24,16 @@ import email.message
 import io
 import os
 import shutil
-import subprocess
 import sys
-import tempfile
 import zipfile
-import zlib
 from pathlib import Path
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import make_sample_pages as sample  # noqa: E402  (the text PDF writer)
+from office_scan import char_accuracy, png_bytes, scan_pdf  # noqa: E402,F401  (the scans)
+from office_soffice import SOFFICE_INSTALL, soffice_convert  # noqa: E402,F401  (LibreOffice)
 
 ZIP_DATE = (2024, 5, 2, 8, 0, 0)  # fixed, so the bytes never change
-SCAN_DPI = 150  # resolution of the "scanner"; OCR renders again at rag/ingest/formats/ocr.py DPI
-SOFFICE_TIMEOUT = 300  # seconds for one soffice run (a cold start takes ~4 s, the 2,000-row sheet ~10 s)
 CANARY = "KANARIENVOGEL"  # hidden text of the --soffice set that must never reach the index
 NS_S = "http://schemas.openxmlformats.org/spreadsheetml/2006/main"
 NS_R = "http://schemas.openxmlformats.org/officeDocument/2006/relationships"
@@ -242,49 +239,6 @@ def fodp_slides(slides):
 
 
 # -- LibreOffice -----------------------------------------------------------------------------------
-SOFFICE_INSTALL = "apt-get install libreoffice-writer-nogui libreoffice-calc-nogui libreoffice-impress-nogui"
-CONVERT_TO = {".odt": "odt", ".ods": "ods", ".odp": "odp", ".docx": "docx:MS Word 2007 XML",
-              ".xlsx": "xlsx:Calc Office Open XML", ".pptx": "pptx:Impress MS PowerPoint 2007 XML"}
-IN_FILTER = {".html": "HTML (StarWriter)"}  # HTML opens in Writer, not Writer/Web (which cannot write .docx)
-
-
-def soffice_convert(sources, targets, soffice=None):
-    """Files written by LibreOffice: sources {name: text} (.fodt, .fods, .fodp, .html, .csv), targets
-    [(source name, suffix)]; one `soffice --headless --convert-to` run per kind, in a private profile.
-
-    Example: soffice_convert({"t.fods": fods}, [("t.fods", ".xlsx")]) -> {"t.xlsx": b"PK…"}
-    """
-    soffice = soffice or shutil.which("soffice")
-    if not soffice:
-        raise SystemExit(f"Fehler: soffice (LibreOffice) nicht gefunden – installieren mit: {SOFFICE_INSTALL}")
-    out = {}
-    with tempfile.TemporaryDirectory(prefix="office-soffice-") as tmp:
-        folder = Path(tmp)
-        (folder / "in").mkdir()
-        for name, text in sources.items():
-            (folder / "in" / name).write_text(text, encoding="utf-8")
-        runs = {}
-        for name, suffix in targets:
-            runs.setdefault((Path(name).suffix, suffix), []).append(name)
-        for (source_suffix, suffix), names in runs.items():
-            cmd = [soffice, f"-env:UserInstallation={(folder / 'profile').as_uri()}", "--headless", "--norestore"]
-            if source_suffix in IN_FILTER:
-                cmd.append(f"--infilter={IN_FILTER[source_suffix]}")
-            cmd += ["--convert-to", CONVERT_TO[suffix], "--outdir", str(folder / suffix[1:]),
-                    *(str(folder / "in" / n) for n in names)]
-            try:
-                done = subprocess.run(cmd, capture_output=True, text=True, timeout=SOFFICE_TIMEOUT)
-            except subprocess.TimeoutExpired:
-                raise SystemExit(f"Fehler: soffice brauchte länger als {SOFFICE_TIMEOUT} s für {', '.join(names)}")
-            for name in names:
-                made = folder / suffix[1:] / (Path(name).stem + suffix)
-                if not made.is_file():
-                    raise SystemExit(f"Fehler: soffice hat {made.name} nicht geschrieben (Code {done.returncode}): "
-                                     f"{(done.stderr or done.stdout).strip()[-300:]}")
-                out[made.name] = made.read_bytes()
-    return out
-
-
 # -- e-mail ----------------------------------------------------------------------------------------
 def eml_bytes(subject, sender, to, body, html=None, attachments=()):
     """An RFC 822 message: text body (and an HTML alternative), attachments [(file name, bytes)]."""
@@ -303,60 +257,6 @@ def eml_bytes(subject, sender, to, body, html=None, attachments=()):
             if part.is_multipart():
                 part.set_boundary(f"==grenze-{n}==")
     return message.as_bytes()
-
-
-# -- scans -----------------------------------------------------------------------------------------
-def render_gray(pdf, page, dpi=SCAN_DPI):
-    """(width, height, 8-bit grey pixels) of one page, through `pdftoppm -gray` (PGM)."""
-    done = subprocess.run(["pdftoppm", "-r", str(dpi), "-gray", "-f", str(page), "-l", str(page), "-singlefile", "-"],
-                          input=pdf, capture_output=True, check=True, timeout=120)
-    fields = done.stdout.split(maxsplit=4)  # b"P5", width, height, 255, pixels
-    assert fields[0] == b"P5" and fields[3] == b"255", fields[:4]
-    return int(fields[1]), int(fields[2]), fields[4]
-
-
-def png_bytes(lines, dpi=SCAN_DPI):
-    """A PNG of lines of text on an A4 page (the "photographed notice"), rendered by pdftoppm."""
-    done = subprocess.run(["pdftoppm", "-r", str(dpi), "-gray", "-png", "-singlefile", "-"],
-                          input=sample.pdf_bytes([lines]), capture_output=True, check=True, timeout=120)
-    return done.stdout
-
-
-def char_accuracy(truth, read):
-    """1 - (Levenshtein distance / characters of the truth), whitespace folded. Example: ("abc", "abd") -> 0.667"""
-    a, b = " ".join(truth.split()), " ".join(read.split())
-    previous = list(range(len(b) + 1))
-    for i, x in enumerate(a, 1):
-        current = [i]
-        for j, y in enumerate(b, 1):
-            current.append(min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (x != y)))
-        previous = current
-    return 1 - previous[-1] / max(1, len(a))
-
-
-def scan_pdf(pages, dpi=SCAN_DPI):
-    """A PDF whose pages are images: each page is a list of lines (rendered and scanned) or ("text", lines),
-    a page that keeps its text layer (a mixed PDF). Example: scan_pdf([["Seite eins"]]) -> b"%PDF-1.4 …"
-    """
-    objects = [b"<< /Type /Catalog /Pages 2 0 R >>", None,
-               b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica /Encoding /WinAnsiEncoding >>"]
-    kids = []
-    for page in pages:
-        if isinstance(page, tuple):
-            stream, resources = sample.page_stream(page[1]).replace(b"/F2", b"/F1"), b"/Font << /F1 3 0 R >>"
-        else:
-            width, height, pixels = render_gray(sample.pdf_bytes([page]), 1, dpi)
-            packed = zlib.compress(pixels, 9)
-            objects.append(b"<< /Type /XObject /Subtype /Image /Width %d /Height %d /ColorSpace /DeviceGray "
-                           b"/BitsPerComponent 8 /Filter /FlateDecode /Length %d >>\nstream\n%s\nendstream"
-                           % (width, height, len(packed), packed))
-            stream, resources = b"q 595 0 0 842 0 0 cm /Im1 Do Q", b"/XObject << /Im1 %d 0 R >>" % len(objects)
-        objects.append(b"<< /Length %d >>\nstream\n%s\nendstream" % (len(stream), stream))
-        objects.append(b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 595 842] /Resources << %s >> /Contents %d 0 R >>"
-                       % (resources, len(objects)))
-        kids.append(len(objects))
-    objects[1] = b"<< /Type /Pages /Kids [%s] /Count %d >>" % (b" ".join(b"%d 0 R" % k for k in kids), len(kids))
-    return sample.pdf_file(objects)
 
 
 # -- the test set ----------------------------------------------------------------------------------
