@@ -241,11 +241,10 @@ def retrieve(question, settings, timings, question_kind="fact", searched=None):
 def prompt_for(question, retrieval, settings, question_kind, chat):
     """(the prefix the answerability check shares, the whole prompt, the procedure's source number or None);
     the one prompt builder is rag/answer/prompt.py build_prompt()."""
-    sources = retrieval.sources  # a fact answer's model reads FACT_SOURCES of them (the others' text is None)
-    texts, procedure = context.select(question, sources, retrieval.terms, retrieval.weights, retrieval.vocab,
-                                      question_kind, settings.whole_chunks, settings.fact_sources)
-    prefix = answer.context_part(question, sources, chat, texts)
-    return prefix, answer.build_prompt(question, sources, chat, texts, question_kind, procedure), procedure
+    texts, procedure = context.select(question, retrieval.sources, retrieval.terms, retrieval.weights, retrieval.vocab,
+                                      question_kind, settings.whole_chunks, settings.fact_sources)  # fact: None
+    prefix = answer.context_part(question, retrieval.sources, chat, texts)  # for the sources the model does not read
+    return prefix, answer.build_prompt(question, retrieval.sources, chat, texts, question_kind, procedure), procedure
 
 
 # -- 5. stream -------------------------------------------------------------------------------------

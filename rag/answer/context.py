@@ -196,8 +196,7 @@ def shorten(source, terms, weights, vocab, budget):
     parts = units(source.content)
     if not parts:
         return source.content
-    scored = [(0.0 if pointers.is_pointer(u.text) else score(u.text, terms, weights, vocab), i)  # a pointer says
-              for i, u in enumerate(parts)]  # where, not what: its words do not make it the source's best unit
+    scored = [(unit_score(u.text, terms, weights, vocab), i) for i, u in enumerate(parts)]
     top = max(s for s, _ in scored)
     ranked = sorted(scored, key=lambda t: (-t[0], t[1]))  # best first, ties by position
     keep, used = set(), 0
@@ -210,10 +209,14 @@ def shorten(source, terms, weights, vocab, budget):
     return "\n".join(parts[i].text for i in sorted(keep))
 
 
+def unit_score(text, terms, weights, vocab):
+    """score() of one unit; a pointer says where, not what: its words do not make it a source's best unit (0)."""
+    return 0.0 if pointers.is_pointer(text) else score(text, terms, weights, vocab)
+
+
 def best_unit(source, terms, weights, vocab):
-    """The share of the question its best unit covers (0…1); a pointer sentence scores 0, as in shorten()."""
-    return max((0.0 if pointers.is_pointer(u.text) else score(u.text, terms, weights, vocab)
-                for u in units(source.content)), default=0.0)
+    """The share of the question its best unit covers (0…1), as shorten() ranks units."""
+    return max((unit_score(u.text, terms, weights, vocab) for u in units(source.content)), default=0.0)
 
 
 def fact_reads(sources, terms, weights, vocab, k):

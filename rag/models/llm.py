@@ -184,13 +184,24 @@ def until_loop(pieces, repeats=LOOP_REPEATS, longest=LOOP_WORDS):
         for piece in pieces:
             yield piece
             words += piece.split()  # a word cut between two pieces counts as two: a loop still repeats alike
-            if any(len(words) >= repeats * n and any(c.isalpha() for c in "".join(words[-n:])) and all(words[-n:] == words[len(words) - (k + 1) * n:len(words) - k * n]
-                                                     for k in range(1, repeats))
-                   for n in range(2, longest + 1)):
+            if repeats_at_end(words, repeats, longest):
                 return
     finally:
         if hasattr(pieces, "close"):
             pieces.close()
+
+
+def repeats_at_end(words, repeats=LOOP_REPEATS, longest=LOOP_WORDS):
+    """Do the last words repeat one phrase of 2 to `longest` words (with a letter in it) `repeats` times in a row?
+
+    Example: "a b c d c d c d".split() -> True (phrase "c d" three times); "1. a 2. b 3. c".split() -> False
+    """
+    for n in range(2, longest + 1):
+        tail = words[-n:]
+        if len(words) >= repeats * n and any(c.isalpha() for c in "".join(tail)) and \
+                all(words[-(k + 1) * n:-k * n] == tail for k in range(1, repeats)):
+            return True
+    return False
 
 
 def stream_answer(url, prompt, chat, max_tokens, timings=None, api_key=None, model_name=None, prefill=None,

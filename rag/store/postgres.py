@@ -158,12 +158,12 @@ class PostgresStore:
         return self.conn.execute("SELECT count(*) FROM docs").fetchone()[0]
 
     def lexical_count(self):
-        if self.hidden and getattr(self, "visible_rows", None) is None:  # counted once per opened store (question)
+        if not self.hidden:
+            return int(self.meta().get("lexical_rows", 0))
+        if getattr(self, "visible_rows", None) is None:  # the chunks the reader may see, once per opened store
             self.visible_rows = self.conn.execute("SELECT count(*) FROM docs WHERE NOT (path = ANY(%s))",
                                                   (self.hidden,)).fetchone()[0]
-        if self.hidden:  # the chunks the reader may see
-            return self.visible_rows
-        return int(self.meta().get("lexical_rows", 0))
+        return self.visible_rows
 
     # -- writing (the writer lock is held from open_store(create=True) to close)
     def pages(self):
@@ -235,8 +235,7 @@ class PostgresStore:
         return self.conn.execute("SELECT id, heading, content FROM docs ORDER BY id").fetchall()
 
     def replace_search(self, vocab, rows, **meta):
-        """New vocabulary and search text [(id, heading text, body text)] for these chunks (the others keep
-        theirs), one transaction."""
+        """New vocabulary; search text [(id, heading, body)] of these chunks (others keep theirs), one transaction."""
         with self.conn.transaction():
             self.conn.execute("DELETE FROM vocab")
             with self.conn.cursor().copy("COPY vocab (word) FROM STDIN") as copy:
@@ -291,7 +290,8 @@ class PostgresStore:
         counts = self.conn.execute(  # the reader's own N and document frequencies (access.idf); avgdl stays the index's
             "SELECT (SELECT count(*) FROM docs WHERE tsv @@ q::tsquery AND NOT (path = ANY(%s))) FROM unnest(%s::text[]) "
             "WITH ORDINALITY AS x(q, n) ORDER BY n", (self.hidden, [tsquery([[alt]]) for alt in phrases])).fetchall()
-        idf = [access.idf(total, n) for total in [self.lexical_count() if self.hidden else rows] for n, in counts]
+        total = self.lexical_count() if self.hidden else rows
+        idf = [access.idf(total, n) for n, in counts]
         return [tuple(r) for r in self.conn.execute(BM25_SQL, {
             "words": [w for w, _ in phrases], "prefix": [p for _, p in phrases], "idf": idf, "query": tsquery(groups),
             "avgdl": tokens / rows, "limit": limit, "hidden": self.hidden}).fetchall()]
