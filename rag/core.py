@@ -307,7 +307,7 @@ def stream(question, retrieval, settings, result, shield):
     result.timings.update(llm_timings)
     read.append(llm.read_entry("answer", {"timings": llm_timings}))  # without what came from llama-server's cache
     result.timings["read_before_first_token"] = llm.total_read(read)
-    result.text = "".join(pieces)
+    result.text = llm.without_loop("".join(pieces))  # a loop the stream ended, kept once
 
 
 # -- the pipeline: 1 to 7 in order ----------------------------------------------------------------
@@ -359,7 +359,7 @@ def check(result, retrieval, question, masker, shield):
             if refused:
                 result.grounding["answer"], result.text = masker.mask(result.text), answer.NO_INFO
     by_model = result.answered_by == "model"  # the model's [n] are checked and corrected, a verbatim section's not
-    found = support.check(result.text, retrieval.sources, retrieval.vocab, correct=by_model)
+    found = support.check(result.text, retrieval.sources, retrieval.vocab, correct=by_model, question=question)
     if by_model:
         result.text = found["answer"]  # each statement cites the source that supports it (rag/answer/support.py rewrite)
     cited = result.text.split("\n", 1)[0] if not by_model else result.text  # verbatim steps: a "[3]" inside

@@ -225,6 +225,37 @@ def test_the_source_that_holds_the_number_supports_a_statement_worded_like_anoth
     assert found["statements"][0]["supported_by"] == [1] and found["answer"].endswith("[1]")
 
 
+CONTRACT = [source("fristen.md", "Kündigungsfristen", "Die Frist zum Rahmenvertrag steht in dessen § 7."),
+            source("rahmenvertrag.md", "Rahmenvertrag mit der Elbe Systemhaus GmbH › § 7 Kündigung",
+                   "Der Vertrag kann mit einer Frist von 3 Monaten zum Ende der Laufzeit gekündigt werden.")]
+
+
+def test_a_unit_is_read_under_its_heading_path():
+    vocab = german.learn_vocabulary(f"{s.heading}\n{s.content}" for s in CONTRACT)
+    text = "Die Kündigungsfrist beim Rahmenvertrag mit dem Elbe Systemhaus ist 3 Monate. [2]"
+    found = support.check(text, CONTRACT, vocab, question="Wie lange ist die Kündigungsfrist beim Rahmenvertrag "
+                                                          "mit dem Elbe Systemhaus?")
+    assert [(s["verdict"], s["supported_by"]) for s in found["statements"]] == [("gestützt", [2])]
+    assert found["evidence"][0]["text"].startswith("Der Vertrag kann mit einer Frist von 3 Monaten")
+
+
+MAIL = [source("mail.md", "E-Mail-Programm einrichten › Maximale Größe von Anhängen",
+               "Eine einzelne E-Mail darf einschließlich aller Anhänge höchstens 25 MB groß sein.")]
+
+
+def test_a_unit_that_lacks_the_question_s_nouns_does_not_support_a_statement_about_them():
+    vocab = german.learn_vocabulary(s.content for s in MAIL)
+    text = "Ein Postfach darf einschließlich aller Anhänge höchstens 25 MB groß sein. [1]"
+    assert [n.word for n in support.asked("Wie groß darf mein Postfach sein?", text, vocab)] == ["postfach"]
+    found = support.check(text, MAIL, vocab, question="Wie groß darf mein Postfach sein?")
+    assert found["statements"][0]["verdict"] == "nicht gestützt" and found["evidence"] == []
+    # the same sentence about an e-mail, asked about an e-mail, is supported; without a question as before
+    asked = support.check(text.replace("Ein Postfach", "Eine E-Mail"), MAIL, vocab,
+                          question="Wie groß darf eine E-Mail sein?")
+    assert asked["statements"][0]["verdict"] == "gestützt"
+    assert support.check(text, MAIL, vocab)["statements"][0]["verdict"] == "gestützt"
+
+
 ROOMS = [source("raeume.md", "Besprechungsräume › Räume und Ausstattung",
                 "| Raum | Etage | Plätze |\n|---|---|---|\n| Alster | 2. OG | 6 Plätze |\n| Elbe | 3. OG | 12 Plätze |"),
          source("schulung.md", "Schulungen", "Schulungen finden im Erdgeschoss der Zentrale statt.")]

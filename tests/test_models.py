@@ -176,3 +176,6 @@ def test_an_answer_that_repeats_itself_is_ended_and_its_stream_closed():
     assert text.count("einschließlich aller Anhänge") == 3 and closed == [True]
     steps = ["1. `cm user/a`\n", "2. `sq user/a 100`\n", "3. `lq user/a`\n", "| - | - | - | - |"]
     assert list(llm.until_loop(iter(steps))) == steps  # different steps, and a row of dashes, are no loop
+    # what the page, the API and the log keep: the phrase once
+    assert llm.without_loop(text) == "Ein Postfach darf 25 MB groß sein, einschließlich aller Anhänge"
+    assert llm.without_loop("".join(steps)) == "".join(steps)

@@ -8,10 +8,12 @@
 How: the answer is cut into statements (list items, else sentences); a "Laut Quelle [2]:" line
 passes its citation to the list below it. A statement's words (folded, stems, no stopwords; the
 [n] markers dropped) are looked up in every unit (sentence, list item, table row, code block;
-rag/answer/context.py) of every source, with the search's German matching (compound parts, stems). A
-source supports the statement when one of its units holds at least SUPPORT of the statement's
-words (its numbers, dates and § weigh FACT_WEIGHT on top, so the unit that holds them wins), and a
-`command` of the statement must stand in that unit. Like RAGFlow's insert_citations, the model's
+rag/answer/context.py) of every source, each read under its source's heading path, with the search's
+German matching (compound parts, stems). A source supports the statement when one of its units holds
+at least SUPPORT of the statement's words (its numbers, dates and § weigh FACT_WEIGHT on top, so the
+unit that holds them wins), a `command` of the statement stands in that unit, and so does at least
+SUBJECT_SHARE of the question's nouns that the statement repeats (a sentence about an e-mail does not
+support "Ein Postfach darf 25 MB groß sein"). Like RAGFlow's insert_citations, the model's
 own [n] is not trusted but checked against this, and with correct=True replaced: a statement
 cited wrongly or not at all gets the [n] of its best supporting source (rewrite()). Verdicts:
     gestützt        a cited source supports it
@@ -39,6 +41,8 @@ SUPPORT = 0.5  # share of a statement's words one unit must hold to support it
 MIN_WORDS = 2  # statements with fewer content words ("Laut Quelle [2]:") are not checked
 EVIDENCE_MAX = 3  # evidence lines under an answer
 FACT_WEIGHT = 0.5  # a statement's numbers, dates, § together, against its words (1.0); see best_unit()
+SUBJECT_SHARE = 0.5  # best_unit(): a unit holds at least this share of the question's nouns a statement repeats
+NOUN = re.compile(r"(?<=[\s(„\"'])[A-ZÄÖÜ][\w-]*[a-zäöüß][\w-]*")  # asked(): a capitalised word, not the first
 CODE = re.compile(r"`([^`\n]+)`")
 STEP = re.compile(r"^\s*(?:[-*+•]|\d{1,2}[.)])\s+")
 MARKER = re.compile(r"\s*" + CITATION.pattern)  # a [n] with the space before it
@@ -119,12 +123,13 @@ def commands_in(text):
 
 
 def unit_tokens(sources, vocab):
-    """Per source: [(unit text, its search tokens with stems, its folded words)]."""
+    """Per source: [(unit text, its search tokens with stems, its folded words)]. A unit is read with its
+    source's heading path, as a reader reads it: "3 Monaten" under "Rahmenvertrag … › § 7 Kündigung"."""
     out = []
     for source in sources:
         rows = []
         for unit in context.units(source.content):
-            tokens = set(german.index_text(unit.text, vocab).split())
+            tokens = set(german.index_text(f"{source.heading or ''}\n{unit.text}", vocab).split())
             rows.append((unit.text, tokens | {german.stem(t) for t in tokens}, " ".join(german.words(unit.text))))
         out.append(rows)
     return out
@@ -141,12 +146,14 @@ def rarity(units):
     return {t: math.log(1 + total / c) for t, c in counts.items()}
 
 
-def best_unit(statement, rows, weight, facts=()):
+def best_unit(statement, rows, weight, facts=(), subject=()):
     """(weighted share of the statement's words, unit text) of the unit that holds most of them.
 
     facts: the statement's numbers, dates, § and names with digits (facts_of()); they weigh as
     much as half its words together, so the unit that holds them wins over one that only shares the
     wording ("1 Monat zum Monatsende" in a table row, not "3 Monaten" in a sentence worded like the answer).
+    subject: the question's nouns the statement repeats (asked()); a unit that lacks one of them speaks of
+    something else ("Ein Postfach darf 25 MB groß sein" is not supported by "Eine einzelne E-Mail darf … 25 MB").
     """
     words, commands = content_words(statement), commands_in(statement)
     weight = {w: weight.get(w, weight.get(german.stem(w), max(weight.values(), default=1.0))) for w in words}
@@ -154,6 +161,8 @@ def best_unit(statement, rows, weight, facts=()):
     for text, tokens, folded in rows:
         if any(c not in folded for c in commands):
             continue  # a statement with a command is supported only where that command stands
+        if sum(term.found_in(tokens) for term in subject) < SUBJECT_SHARE * len(subject):
+            continue
         share = covers(words, tokens, weight)
         if facts:
             evidence = evidence_of(text)
@@ -163,10 +172,24 @@ def best_unit(statement, rows, weight, facts=()):
     return best
 
 
-def check(answer, sources, vocab=frozenset(), correct=False):
+def asked(question, statement, vocab):
+    """The nouns of the question that the statement repeats (german.Term, matched loosely: stems, compound
+    parts). German writes nouns with a capital letter; the question's first word is left out (any word
+    starts a sentence with one). Verbs and adjectives are left to SUPPORT: a statement may say them otherwise.
+
+    Example: asked("Wie groß darf mein Postfach sein?", "Ein Postfach darf 25 MB groß sein", vocab)
+             -> [Term("postfach", …)]
+    """
+    nouns = " ".join(NOUN.findall(question or ""))
+    said = set(german.index_text(statement, vocab).split())
+    return [t for t in german.query_terms(nouns, vocab) if not said.isdisjoint(t.exact)]
+
+
+def check(answer, sources, vocab=frozenset(), correct=False, question=None):
     """Per statement: cited, supported_by, verdict, best (the best supporting source or None); and the
     evidence lines (see the module docstring). correct=True: also "answer", the answer with its
-    citations corrected (rewrite() below), and "corrected" on each statement it changed."""
+    citations corrected (rewrite() below), and "corrected" on each statement it changed. question: a
+    source supports a statement only where it names the question's nouns that the statement repeats (asked())."""
     result = {"statements": [], "evidence": []}
     if not answer or answer.strip().startswith(NO_INFO):
         return {**result, "answer": answer} if correct else result
@@ -178,7 +201,8 @@ def check(answer, sources, vocab=frozenset(), correct=False):
         if HEADER.match(text) or len(content_words(text)) < MIN_WORDS:
             continue
         facts = facts_of(text)  # once per statement, not once per source
-        scored = [(best_unit(text, rows, weight, facts), n) for n, rows in enumerate(units, start=1)]
+        subject = asked(question, text, vocab)
+        scored = [(best_unit(text, rows, weight, facts, subject), n) for n, rows in enumerate(units, start=1)]
         supported = [n for (share, _), n in scored if share >= SUPPORT]
         (share, unit), best = max(scored, key=lambda t: (t[0][0], -t[1])) if scored else ((0.0, ""), None)
         if pointers.is_pointer(text):  # it says where the answer stands, not what it is: never "gestützt"

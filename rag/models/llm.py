@@ -24,6 +24,7 @@ Does not handle: tool calls, several choices, multi-line answers from the plain 
 ONE_LINE for those), llama-server's extra fields (grammar, dry_multiplier) on servers that reject them.
 """
 import json
+import re
 
 from rag.models import http
 from rag.models.http import CONNECT_TIMEOUT
@@ -196,12 +197,27 @@ def repeats_at_end(words, repeats=LOOP_REPEATS, longest=LOOP_WORDS):
 
     Example: "a b c d c d c d".split() -> True (phrase "c d" three times); "1. a 2. b 3. c".split() -> False
     """
+    return loop_length(words, repeats, longest) > 0
+
+
+def loop_length(words, repeats=LOOP_REPEATS, longest=LOOP_WORDS):
+    """The length of the phrase the last words repeat `repeats` times (repeats_at_end()), else 0."""
     for n in range(2, longest + 1):
         tail = words[-n:]
         if len(words) >= repeats * n and any(c.isalpha() for c in "".join(tail)) and \
                 all(words[-(k + 1) * n:-k * n] == tail for k in range(1, repeats)):
-            return True
-    return False
+            return n
+    return 0
+
+
+def without_loop(text, repeats=LOOP_REPEATS, longest=LOOP_WORDS):
+    """The answer with a loop that until_loop() ended kept once: what the page, the API and the log show.
+
+    Example: "Sie darf 25 MB groß sein groß sein groß sein" -> "Sie darf 25 MB groß sein"
+    """
+    spans = [m.span() for m in re.finditer(r"\S+", text)]
+    n = loop_length([text[a:b] for a, b in spans], repeats, longest)
+    return text[:spans[-(repeats - 1) * n - 1][1]] if n else text
 
 
 def stream_answer(url, prompt, chat, max_tokens, timings=None, api_key=None, model_name=None, prefill=None,
