@@ -43,6 +43,7 @@ from rag.models import embed_query
 from rag.privacy import mask as privacy
 from rag.search import expand
 from rag.search import ranking as search
+from rag.search import solutions
 from rag import store
 from rag.text import german
 
@@ -201,8 +202,8 @@ def rank(conn, texts, qvecs, searched, settings, meta, mode, question_kind, timi
     timings["retrieve_s"] = round(time.monotonic() - started, 3)
     if settings.no_floor:
         result.weak = False
-    if question_kind == "howto":
-        result.sources = search.whole_sections(conn, result.sources)
+    if question_kind == "howto":  # whole sections, a problem's solution in its place (rag/search/solutions.py)
+        result.sources = solutions.follow(conn, search.whole_sections(conn, result.sources))
     if qvecs[0] is not None:
         result.query_prefix = embedder.stored_query_prefix(meta, settings.model)
     return result

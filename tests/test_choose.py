@@ -4,10 +4,11 @@ import json
 
 import pytest
 
-from conftest import assert_one_error_line, run_script
+from conftest import assert_one_error_line, load_json, run_script, write_wiki
 from rag.answer import choose, context
+from rag.search import solutions
 from rag.search.ranking import Source
-from rag.text import german
+from rag.text import german, roles
 
 STEPS = "1. Den VPN-Client aus dem Softwarecenter laden.\n2. Mit dem Firmenkonto anmelden.\n3. `vpn connect firma` ausführen."
 
@@ -95,3 +96,69 @@ def test_evaluate_sections_wants_one_index_per_answer_set(tmp_path, fake_embeddi
     result = run_script("evaluate.py", "--sections", "--questions", f"{path},{path}", "--db", "a.db",
                         env=fake_embedding)
     assert_one_error_line(result, "--sections", "--db")
+
+
+# -- the solution, not the problem (rag/text/roles.py, rag/search/solutions.py) ------------------------------------
+@pytest.mark.parametrize("heading, expected", [
+    ("Kein Login nach Änderung des Session Timeouts › Lösung", 1), ("Standort › Lösungen", 1),
+    ("Kein Login nach Änderung des Session Timeouts › Problem", -1), ("Probleme mit dem WLAN", -1),
+    ("MariaDB › Fehlermeldungen", -1), ("Mailbox anlegen", 0), ("Problemlösung › Mailbox", 0), ("", 0),
+])
+def test_a_heading_s_last_part_says_whether_it_is_a_problem_or_its_solution(heading, expected):
+    assert roles.role(heading) == expected
+
+
+def test_a_how_to_answer_prefers_the_solution_over_the_problem_that_ranks_first():
+    problem = src("Kein Login › Problem", "1. Session-Timeout auf 0 setzen.\n2. Speichern.\n3. Man fliegt raus.", 0.90)
+    solution = src("Kein Login › Lösung", "1. In die Datenbank wechseln.\n2. `UPDATE isys_settings` ausführen.", 0.90)
+    assert best("Wie komme ich nach Session-Timeout 0 wieder rein?", problem, solution) == 1
+    assert choose.pick([choose.signals(problem, 0, 0.9, [], [], set())._replace(role=0),
+                        choose.signals(solution, 1, 0.9, [], [], set())._replace(role=0)]) == 0  # without it: rank
+
+
+class Sections:
+    """A store's section() over {(path, heading): [(chunk_index, content)]}; what a reader may not read is absent."""
+    def __init__(self, sections):
+        self.sections, self.asked = sections, []
+
+    def section(self, path, heading):
+        self.asked.append(heading)
+        return self.sections.get((path, heading), [])
+
+
+def test_a_problem_section_is_replaced_by_its_solution_from_the_same_page():
+    index = Sections({("kb.md", "Kein Login › Lösung"): [(4, "1. In die Datenbank wechseln."), (5, "2. `UPDATE` ausführen.")]})
+    problem = Source(7, "kb.md", 3, "Kein Login › Problem", "Man fliegt sofort raus.", [], cosine=0.9)
+    other = Source(8, "vpn.md", 0, "VPN", "Das VPN.", [], cosine=0.8)
+    first, second = solutions.follow(index, [problem, other])
+    assert (first.heading, first.chunks, first.cosine) == ("Kein Login › Lösung", (4, 5), 0.9)
+    assert first.content == "1. In die Datenbank wechseln.\n\n2. `UPDATE` ausführen." and second is other
+    assert index.asked == ["Kein Login › Lösung"]  # a page's top heading (VPN) has no siblings to ask for
+
+
+def test_a_problem_stays_when_its_solution_is_a_source_already_or_not_there():
+    index = Sections({("kb.md", "Kein Login › Lösung"): [(4, "1. In die Datenbank wechseln.")]})
+    problem = Source(7, "kb.md", 3, "Kein Login › Problem", "Man fliegt sofort raus.", [])
+    solution = Source(9, "kb.md", 4, "Kein Login › Lösung", "1. In die Datenbank wechseln.", [])
+    assert solutions.follow(index, [problem, solution]) == [problem, solution]
+    assert solutions.follow(Sections({}), [problem]) == [problem]  # no such section, or one the reader may not read
+
+
+def test_a_how_to_question_gets_the_solution_section_through_the_core(fake_embedding, tmp_path):
+    wiki = write_wiki(tmp_path / "kb", {"kein-login.md": """\
+        # Kein Login nach Änderung des Session Timeouts
+
+        ## Problem
+
+        Nach dem Setzen des Session-Timeouts auf 0 fliegt jeder nach dem Login sofort wieder raus.
+
+        ## Lösung
+
+        1. Mit der Datenbank verbinden.
+        2. `UPDATE isys_settings SET isys_settings__value = 3600` ausführen.
+        """})
+    assert run_script("build_index.py", "--wiki", str(wiki), env=fake_embedding).returncode == 0
+    question = "Wie komme ich wieder rein, wenn ich nach dem Login sofort rausfliege (Session-Timeout 0)?"
+    found = load_json(run_script("ask_rag.py", "--retrieve-only", "--json", "--top-k", "1", question,
+                                 env=fake_embedding).stdout)
+    assert [s["heading"] for s in found["sources"]] == ["Kein Login nach Änderung des Session Timeouts › Lösung"]

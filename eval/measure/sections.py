@@ -28,7 +28,8 @@ Case = namedtuple("Case", "corpus question hits rows baseline sections")  # hits
 #                                                                         expected? sections: its (path, heading)
 GRID = choose.Signals(  # weights tried by --tune (intro and pointer are penalties)
     rank=(0.0, 0.01, 0.02, 0.05, 0.1), cosine=(0.0, 1.0), heading=(0.0, 0.01, 0.02, 0.05, 0.1, 0.2),
-    shape=(0.0, 0.01, 0.02), substance=(0.0, 0.01, 0.02), intro=(0.0, -0.01, -0.02), pointer=(0.0, -0.02, -0.05, -0.1))
+    shape=(0.0, 0.01, 0.02), substance=(0.0, 0.01, 0.02), intro=(0.0, -0.01, -0.02), pointer=(0.0, -0.02, -0.05, -0.1),
+    role=(0.0, 0.01, 0.02, 0.05))
 
 
 def howto_items(path):

@@ -4,7 +4,7 @@ weighted sum of signals a reader can check (`ask_rag.py --explain` prints them).
     sources: [1] vpn.md › VPN (cosine 0.91, "Siehe [Anleitung](vpn-client.md)."),
              [2] vpn.md › VPN › Client einrichten (cosine 0.90, "1. Client laden …\\n2. Anmelden …")
     signals(sources[1], 1, 0.91, terms, weights, vocab)
-    -> Signals(rank=0.5, cosine=-0.01, heading=0.5, shape=1, substance=0.4, intro=0, pointer=0)
+    -> Signals(rank=0.5, cosine=-0.01, heading=0.5, shape=1, substance=0.4, intro=0, pointer=0, role=0)
     best(sources, terms, weights, vocab)  -> 1   (the steps, not the page's pointer to them)
 
 Signals of the source at position n (0-based) of the fused ranking:
@@ -15,6 +15,9 @@ Signals of the source at position n (0-based) of the fused ranking:
   substance  characters that are not a link, a heading or a note label, as a share of SUBSTANCE_FULL (at most 1)
   intro      1 for a page's opening chunk (context.is_intro)
   pointer    1 for a section that mostly points elsewhere: a link or "siehe …" and under POINTER_CHARS else
+  role       what its own heading says it is, in a page of the kind "Problem / Ursache / Lösung": 1 for a
+             solution ("Lösung", "Behebung", "Abhilfe", "Workaround"), -1 for the problem ("Problem",
+             "Symptome", "Fehlermeldungen", "Ursache"); 0 else (rag/text/roles.py)
 Score: the sum of WEIGHTS × signals; ties keep the better rank.
 
 Does not handle: a parent section and its subsection joined into one candidate (each source stands alone),
@@ -25,15 +28,19 @@ from collections import namedtuple
 
 from rag.answer import context
 from rag.ingest import markup
+from rag.text import roles
 
-Signals = namedtuple("Signals", "rank cosine heading shape substance intro pointer")
+Signals = namedtuple("Signals", "rank cosine heading shape substance intro pointer role", defaults=(0,))
 
 # Fit by grid search (eval/measure/sections.py GRID, `python3 evaluate.py --sections --tune`) over the 164 how-to
 # lines of eval/answers.jsonl, eval/answers_iobroker.jsonl and eval/answers_idoit.jsonl together (the most right
 # sections summed, ties to fewer non-zero weights, then the smaller ones): right 94 -> 107 (wiki 44 -> 45, ioBroker
 # 26 -> 28, i-doit 24 -> 34). pointer: no gain at any weight (3 of the 19 sources it flags are the right ones).
+# role (with rag/search/solutions.py): 105 -> 110, all on i-doit (32 -> 37; wiki and ioBroker unchanged); fit
+# without i-doit it gets 0 (the other two sets have almost no "Problem / Lösung" pages), i-doit then 29.
 # The old best_section() is rank=0, cosine=1, shape=0.01, intro=-0.01, the rest 0.
-WEIGHTS = Signals(rank=0.02, cosine=1.0, heading=0.05, shape=0.01, substance=0.02, intro=-0.02, pointer=0.0)
+WEIGHTS = Signals(rank=0.02, cosine=1.0, heading=0.05, shape=0.01, substance=0.02, intro=-0.02, pointer=0.0,
+                  role=0.02)
 SUBSTANCE_FULL = 400  # characters of own text that count as a whole section's worth
 POINTER_CHARS = 120  # a section with a link or "siehe" and fewer own characters than this only points elsewhere
 
@@ -63,7 +70,8 @@ def signals(source, n, top_cosine, terms, weights, vocab):
                    heading=context.score(source.heading or "", terms, weights, vocab) if terms else 0.0,
                    shape=int(context.shaped(source.content)),
                    substance=min(1.0, substance(source.content) / SUBSTANCE_FULL),
-                   intro=int(context.is_intro(source)), pointer=int(is_pointer(source.content)))
+                   intro=int(context.is_intro(source)), pointer=int(is_pointer(source.content)),
+                   role=roles.role(source.heading))
 
 
 def table(sources, terms, weights, vocab):
