@@ -355,8 +355,8 @@ def check(result, retrieval, question, masker, shield):
     if result.answered_by == "model" and result.kind == "fact":  # a number said of something else: withdrawn
         result.grounding = support.grounding(question, masker.mask(result.text), retrieval.sources, retrieval.vocab)
         if result.grounding is not None:  # measured on the answer as masked as the sources
-            refused = result.grounding["coverage"] < GROUNDED
-            result.grounding.update(needed=GROUNDED, refused=refused)
+            result.grounding.update(needed=GROUNDED, why=support.gap(result.grounding, GROUNDED))
+            refused = result.grounding["refused"] = bool(result.grounding["why"])
             if refused:
                 result.grounding["answer"], result.text = masker.mask(result.text), answer.NO_INFO
     by_model = result.answered_by == "model"  # the model's [n] are checked and corrected, a verbatim section's not

@@ -267,8 +267,8 @@ def test_a_fact_answer_whose_fact_stands_in_no_source_is_withdrawn(env):
     result = ask(env, ["Die Frist beträgt 14 Tage [1]."], "--json")
     out = load_json(result.stdout)
     assert out["answer"] == "Dazu habe ich keine Information." and out["unsupported"] == []
-    assert out["grounding"] == {"facts": ["14 Tage"], "coverage": 0.0, "needed": 0.3, "refused": True,
-                                "answer": "Die Frist beträgt 14 Tage [1]."}
+    assert out["grounding"] == {"facts": ["14 Tage"], "coverage": 0.0, "nouns": None, "needed": 0.3, "refused": True,
+                                "why": "Anteil der Fragewörter 0.00 < 0.3", "answer": "Die Frist beträgt 14 Tage [1]."}
 
 
 def test_without_llm_call_unsupported_is_null(env):

@@ -275,7 +275,8 @@ def show(path, number):
     if e.get("grounding"):
         g = e["grounding"]
         lines.append(f"Prüfung:   Fakten {', '.join(g['facts'])} in Stellen zur Frage? Anteil {g['coverage']} "
-                     f"(nötig {g['needed']})" + (f" – zurückgezogen: „{g['answer']}“" if g["refused"] else ""))
+                     f"(nötig {g['needed']})" + (f" – zurückgezogen ({g.get('why') or 'zu wenig'}): „{g['answer']}“"
+                                                  if g["refused"] else ""))
     lines += [f"Fakten:    {unsupported_line(e.get('unsupported'))}",
               f"Schutz:    {guard_line(e.get('guard'))}",
               f"Zeiten:    {describe_timings(e.get('timings') or {})}"]

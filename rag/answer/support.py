@@ -282,19 +282,22 @@ def grounding(question, answer, sources, vocab=frozenset()):
     left to the fact check; 0.0 when no unit holds any of them). A model that answers "Wie
     viele Plätze hat der Schulungsraum im Erdgeschoss?" with "6 Plätze" from a row about another
     room gets a low share: the number stands in the wiki, but not said of what was asked.
-    Returns {"facts": [...], "coverage": share, 0.0 when no unit holds a fact}, or None when the
-    answer states no such fact (nothing to measure).
+    Returns {"facts": [...], "coverage": share, 0.0 when no unit holds a fact, "nouns": the best share of the
+    question's nouns the answer repeats (asked()) among those units, None when it repeats none or no unit holds
+    a fact}, or None when the answer states no such fact (nothing to measure). "Ein Postfach darf 25 MB groß
+    sein" for "Wie groß darf mein Postfach sein?": 25 MB stands only in a unit about an e-mail, nouns 0.0.
 
     Example: question "Wie viele Plätze hat der Schulungsraum?", answer "Er hat 6 Plätze [1].",
              source "| Besprechungsraum Alster | 6 Plätze |" -> {"facts": ["6 Plätze"], "coverage": 0.5}
     """
     if not answer or answer.strip().startswith(NO_INFO):
         return None
-    asked = factcheck.read_source(question)
-    facts = [c for c in facts_of(MASKED.sub(" ", CITATION.sub("", answer))) if not factcheck.found(c, asked)]
+    named = factcheck.read_source(question)
+    facts = [c for c in facts_of(MASKED.sub(" ", CITATION.sub("", answer))) if not factcheck.found(c, named)]
     if not facts:
         return None
     words, best = content_words(question), [None] * len(facts)
+    subject, nouns = asked(question, CITATION.sub("", answer), vocab), None  # nouns: the best share of them
     for source in sources:
         for unit in context.units(source.content):
             evidence = evidence_of(unit.text)
@@ -302,12 +305,28 @@ def grounding(question, answer, sources, vocab=frozenset()):
             if not held:
                 continue
             tokens = set(german.index_text(f"{source.heading or ''}\n{unit.text}", vocab).split())
-            share = covers(words, tokens | {german.stem(t) for t in tokens}, {})
+            tokens |= {german.stem(t) for t in tokens}
+            share = covers(words, tokens, {})
             for i in held:
                 best[i] = max(best[i] or 0.0, share)
+            if subject:
+                nouns = max(nouns or 0.0, sum(t.found_in(tokens) for t in subject) / len(subject))
     held = [b for b in best if b is not None]  # a fact no unit holds is the fact check's (factcheck.py) to
     #                                              flag; only when none is held is the answer grounded nowhere
-    return {"facts": list(dict.fromkeys(c.text for c in facts)), "coverage": round(min(held), 3) if held else 0.0}
+    return {"facts": list(dict.fromkeys(c.text for c in facts)), "coverage": round(min(held), 3) if held else 0.0,
+            "nouns": None if nouns is None else round(nouns, 3)}
+
+
+def gap(found, needed):
+    """Why a fact answer is withdrawn, as every door shows it; "" when it stands. found: grounding()'s result.
+
+    Example: {"coverage": 0.25, "nouns": 1.0}, 0.3 -> "Anteil der Fragewörter 0.25 < 0.3"
+    """
+    if found["coverage"] < needed:
+        return f"Anteil der Fragewörter {found['coverage']:.2f} < {needed}"
+    if found["nouns"] is not None and found["nouns"] < SUBJECT_SHARE:
+        return f"Anteil der Substantive der Frage, die die Antwort nennt, {found['nouns']:.2f} < {SUBJECT_SHARE}"
+    return ""
 
 
 def facts_of(text):

@@ -177,7 +177,7 @@ def print_answer(done, out):
     elif done.grounding and done.grounding["refused"]:
         g = done.grounding
         print(f"→ {done.text}  (zurückgezogen: {', '.join(g['facts'])} steht nur in Stellen, die kaum von der Frage "
-              f"handeln – Anteil der Fragewörter {g['coverage']:.2f} < {g['needed']}; die Kandidaten:)", file=out)
+              f"handeln – {g['why']}; die Kandidaten:)", file=out)
     elif done.answered_by == "source":
         judged = f"; geprüft: {judged_line(done.answerable)}" if done.answerable and done.answerable.get("judged") else ""
         print(f"(Schritte wörtlich aus der Quelle übernommen, nicht vom Modell geschrieben{judged})", file=out)
