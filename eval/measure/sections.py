@@ -3,12 +3,13 @@ line of an answer set the core's retrieval for a how-to question, then the choic
 verbatim, today's (rag/answer/context.py best_section) and the chooser's (rag/answer/choose.py).
 
     python3 evaluate.py --sections --questions eval/answers_iobroker.jsonl --db iob.db
-    -> | Wahl                  | richtig    | unter den Quellen (Decke) | mit „Siehe auch“ |
-       | bisher (best_section) | 20 (47 %)  | 35 (81 %)                 | 30 (70 %)        |
+    -> | Wahl                  | richtig    | unter den Quellen (Decke) | mit „Siehe auch“ | alle Schlüsselschritte gedruckt |
+       | bisher (best_section) | 20 (47 %)  | 35 (81 %)                 | 30 (70 %)        | 22 (51 %)                       |
 
 Counted per question: the chosen source is the expected section (eval/measure/retrieval.py matches), the
 expected section is among the top-k sources at all (the ceiling of any choice), and it is the chosen one
-or one of its two runners-up (rag/answer/see_also.py pick). Several sets: --questions a,b --db a.db,b.db
+or one of its two runners-up (rag/answer/see_also.py pick), and the chosen section printed verbatim
+(rag/answer/prompt.py steps_answer) holds all the line's key steps (eval/measure/common.py has_facts). Several sets: --questions a,b --db a.db,b.db
 (pairs in order); --tune fits choose.WEIGHTS by grid search over all of them together.
 
 Does not handle: fact questions, out-of-corpus lines, questions whose follow-up history changes the search.
@@ -19,13 +20,13 @@ from collections import namedtuple
 from types import SimpleNamespace
 
 from rag import core
-from rag.answer import choose, context, see_also
+from rag.answer import choose, context, prompt, see_also
 
 from eval.measure import retrieval
-from eval.measure.common import read_jsonl
+from eval.measure.common import has_facts, read_jsonl
 
-Case = namedtuple("Case", "corpus question hits rows baseline sections")  # hits: per source, does it match the
-#                                                                         expected? sections: its (path, heading)
+Case = namedtuple("Case", "corpus question hits rows baseline sections steps")  # hits: per source, does it match
+#   the expected? sections: its (path, heading); steps: per source, does it hold all key steps, printed verbatim?
 GRID = choose.Signals(  # weights tried by --tune (intro and pointer are penalties)
     rank=(0.0, 0.01, 0.02, 0.05, 0.1), cosine=(0.0, 1.0), heading=(0.0, 0.01, 0.02, 0.05, 0.1, 0.2),
     shape=(0.0, 0.01, 0.02), substance=(0.0, 0.01, 0.02), intro=(0.0, -0.01, -0.02), pointer=(0.0, -0.02, -0.05, -0.1),
@@ -57,7 +58,9 @@ def collect(questions, db, args):
             cases.append(Case(questions, item["question"], [retrieval.matches(s, item["expected"]) for s in sources],
                               choose.table(sources, result.terms, result.weights, result.vocab),
                               context.best_section(sources),
-                              [SimpleNamespace(path=s.path, heading=s.heading) for s in sources]))
+                              [SimpleNamespace(path=s.path, heading=s.heading) for s in sources],
+                              [has_facts(prompt.steps_answer(n, s.content) or "", item.get("facts") or [])
+                               for n, s in enumerate(sources, start=1)]))
     except core.CoreError as exc:
         raise SystemExit(f"Fehler: {exc}")
     finally:
@@ -66,8 +69,8 @@ def collect(questions, db, args):
 
 
 def counts(cases, weights=None):
-    """(right, ceiling, with runners-up, questions); weights None: today's best_section."""
-    right = ceiling = shown = 0
+    """(right, ceiling, with runners-up, questions, all key steps printed); weights None: today's best_section."""
+    right = ceiling = shown = printed = 0
     for case in cases:
         chosen = case.baseline if weights is None else choose.pick(case.rows, weights)
         if chosen is None:
@@ -76,7 +79,8 @@ def counts(cases, weights=None):
         right += case.hits[chosen]
         ceiling += any(case.hits)
         shown += any(case.hits[n] for n in near)
-    return right, ceiling, shown, len(cases)
+        printed += case.steps[chosen]
+    return right, ceiling, shown, len(cases), printed
 
 
 def fit(cases):
@@ -101,10 +105,10 @@ def print_table(name, rows):
     """One corpus: a row per chooser, {label: counts}."""
     total = next(iter(rows.values()))[3]
     print(f"\n{name}: {total} How-to-Fragen")
-    print("| Wahl | richtig | unter den Quellen (Decke) | mit „Siehe auch“ |")
-    print("|---|---:|---:|---:|")
-    for label, (right, ceiling, shown, n) in rows.items():
-        print(f"| {label} | {share(right, n)} | {share(ceiling, n)} | {share(shown, n)} |")
+    print("| Wahl | richtig | unter den Quellen (Decke) | mit „Siehe auch“ | alle Schlüsselschritte gedruckt |")
+    print("|---|---:|---:|---:|---:|")
+    for label, (right, ceiling, shown, n, printed) in rows.items():
+        print(f"| {label} | {share(right, n)} | {share(ceiling, n)} | {share(shown, n)} | {share(printed, n)} |")
 
 
 def run_sections(args):

@@ -32,7 +32,8 @@ from rag.text import german, pointers, sentences
 
 BUDGET = 1600  # characters of source text in the prompt, all sources together (~480 tokens)
 FIRST_SHARE = 0.45  # the first source may use this share of BUDGET; the others share the rest
-PROCEDURE_MAX = 2000  # a how-to procedure longer than this is cut to its best units like any source (= SECTION_MAX)
+PROCEDURE_MAX = 2000  # a how-to procedure longer than this is cut to its best units like any source (the prompt
+#                       of --steps model; a verbatim answer prints up to search.SECTION_MAX)
 SHAPE_BONUS = 0.01  # best_section(): cosine bonus for a numbered list, code block or bullets, and the penalty for
 INTRO_PENALTY = 0.01  # a page's opening chunk (measured on the how-to questions of eval/answers.jsonl: docs/messwerte.md)
 KEEP_RATIO = 0.5  # a unit is kept while its score is at least this share of its source's best unit
