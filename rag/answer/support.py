@@ -152,8 +152,9 @@ def best_unit(statement, rows, weight, facts=(), subject=()):
     facts: the statement's numbers, dates, § and names with digits (facts_of()); they weigh as
     much as half its words together, so the unit that holds them wins over one that only shares the
     wording ("1 Monat zum Monatsende" in a table row, not "3 Monaten" in a sentence worded like the answer).
-    subject: the question's nouns the statement repeats (asked()); a unit that lacks one of them speaks of
-    something else ("Ein Postfach darf 25 MB groß sein" is not supported by "Eine einzelne E-Mail darf … 25 MB").
+    subject: the question's nouns the statement repeats (asked()); a unit that holds fewer than SUBJECT_SHARE of
+    them speaks of something else ("Ein Postfach darf 25 MB groß sein" is not supported by "Eine einzelne E-Mail
+    darf … 25 MB").
     """
     words, commands = content_words(statement), commands_in(statement)
     weight = {w: weight.get(w, weight.get(german.stem(w), max(weight.values(), default=1.0))) for w in words}
@@ -288,7 +289,7 @@ def grounding(question, answer, sources, vocab=frozenset()):
     sein" for "Wie groß darf mein Postfach sein?": 25 MB stands only in a unit about an e-mail, nouns 0.0.
 
     Example: question "Wie viele Plätze hat der Schulungsraum?", answer "Er hat 6 Plätze [1].",
-             source "| Besprechungsraum Alster | 6 Plätze |" -> {"facts": ["6 Plätze"], "coverage": 0.5}
+             source "| Besprechungsraum Alster | 6 Plätze |" -> {"facts": ["6 Plätze"], "coverage": 0.5, "nouns": 1.0}
     """
     if not answer or answer.strip().startswith(NO_INFO):
         return None
