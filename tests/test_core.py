@@ -432,3 +432,16 @@ def test_a_model_stuck_in_a_loop_is_cut_after_three_repeats_and_kept_once(settin
         settings.server = server.url
         done = core.run("Welche Quota bekommt eine neue Mailbox?", settings)
     assert done.text.startswith("Die Quota ist 2 GB") and done.text.count("und 2 GB") == 1, done.text
+
+
+@pytest.mark.parametrize("said, shown", [
+    (["Die Quota ist 2 GB [1].", " Dazu habe ich keine Information."], "Die Quota ist 2 GB [1]."),  # contradicts itself
+    (["Dazu habe ich keine Information."], "Dazu habe ich keine Information."),  # a refusal stays one
+])
+def test_an_answer_that_says_something_and_then_refuses_keeps_what_it_said(settings, said, shown):
+    settings.no_floor = True
+    with FakeLlamaServer(template=GEMMA_TEMPLATE, answer=said) as server:
+        settings.server = server.url
+        done = core.run("Welche Quota bekommt eine neue Mailbox?", settings)
+    assert done.text == shown
+    assert not [s for s in done.support if s["verdict"] == "nicht gestützt"]  # no statement "Dazu habe ich …" left

@@ -54,6 +54,18 @@ ALT = re.compile(r"""\balt\s*=\s*(?:"([^"]*)"|'([^']*)')""", re.I)
 CITATION = re.compile(r"\[(\d+(?:\s*[,;]\s*\d+)*)\]")
 
 
+def without_trailing_refusal(answer):
+    """The answer without a NO_INFO the model appended after saying something: "Port 80 und 443 [1]. Dazu habe ich
+    keine Information." contradicts itself; the reader keeps what it said. A bare NO_INFO stays as it is.
+
+    Example: "Port 443 [1]. Dazu habe ich keine Information." -> "Port 443 [1]."
+    """
+    text = (answer or "").rstrip()
+    if text.endswith(NO_INFO) and text[:-len(NO_INFO)].strip():
+        return text[:-len(NO_INFO)].rstrip()
+    return answer
+
+
 def source_label(source):
     """'path › heading path', as shown to the model and the reader."""
     return f"{source.path} › {source.heading}" if source.heading else source.path
