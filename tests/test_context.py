@@ -60,6 +60,14 @@ def test_units_a_numbered_line_inside_a_paragraph_continues_it_unless_it_is_1_or
     assert [tuple(u) for u in context.units(content)] == expected
 
 
+def test_units_a_code_block_indented_under_a_list_item_stands_as_its_closing_fence():
+    content = "1. Führe aus:\n\n    ```sql\n    UPDATE s SET v = 1;\n      -- Kommentar\n    ```\n\n    Dabei ist s die Tabelle."
+    assert [tuple(u) for u in context.units(content)] == [
+        ("item", "1. Führe aus:"), ("code", "```sql\nUPDATE s SET v = 1;\n  -- Kommentar\n```"),
+        ("sentence", "Dabei ist s die Tabelle.")]
+    assert context.units("```\n    eingerückt\n```")[0].text == "```\n    eingerückt\n```"  # its own indent stays
+
+
 def test_steps_keep_each_first_sentence_and_a_later_command():
     assert context.steps(STEPS) == ("1. Per SSH anmelden.\n2. `cyradm` starten und das Passwort eingeben.\n"
                                     "3. Die Mailbox mit `cm` anlegen.\n4. Die Quota setzen. Dafür gibt es `sq`; "

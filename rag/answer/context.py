@@ -98,8 +98,9 @@ def units(content):
     for line in lines:
         if fence is not None:
             fence.append(line)
-            if FENCE.match(line):
-                out.append(Unit("code", "\n".join(fence)))
+            if FENCE.match(line):  # a fence indented under a list item: the block as its closing fence stands
+                pad = len(line) - len(line.lstrip(" "))
+                out.append(Unit("code", "\n".join(x[min(pad, len(x) - len(x.lstrip(" "))):] for x in fence)))
                 fence = None
             continue
         if FENCE.match(line):
