@@ -105,6 +105,10 @@ def print_explain(result, out):
     print_choice(result, out)
 
 
+SIGNAL_NAMES = {"rank": "Rang", "cosine": "Kosinus", "heading": "Überschrift", "shape": "Form", "substance": "Substanz",
+                "intro": "Einleitung", "pointer": "Verweis", "role": "Rolle"}  # --explain's header, one per choose.Signals
+
+
 def print_choice(result, out):
     """The signals rag/answer/choose.py weighs per source, the section a how-to answer shows marked with "→"
     (from the sources as retrieved; the core weighs their prompt copies, which differ only after the guard)."""
@@ -112,7 +116,7 @@ def print_choice(result, out):
     if not rows:
         return
     chosen = choose.pick(rows)
-    print("Abschnittswahl (How-to): Rang Kosinus Überschrift Form Substanz Einleitung Verweis = Punkte", file=out)
+    print(f"Abschnittswahl (How-to): {' '.join(SIGNAL_NAMES[f] for f in choose.Signals._fields)} = Punkte", file=out)
     for n, row in enumerate(rows):
         values = " ".join(f"{x:.2f}" if isinstance(x, float) else str(x) for x in row)
         print(f"  {'→' if n == chosen else ' '} [{n + 1}] {values} = {choose.score(row):.4f}", file=out)
