@@ -181,9 +181,18 @@ def asked(question, statement, vocab):
     Example: asked("Wie groß darf mein Postfach sein?", "Ein Postfach darf 25 MB groß sein", vocab)
              -> [Term("postfach", …)]
     """
-    nouns = " ".join(NOUN.findall(question or ""))
+    return repeated(nouns_of(question, vocab), statement, vocab)
+
+
+def nouns_of(question, vocab):
+    """The question's capitalised words (but its first) as german.Term, once per answer (asked())."""
+    return german.query_terms(" ".join(NOUN.findall(question or "")), vocab)
+
+
+def repeated(nouns, statement, vocab):
+    """Those of `nouns` (nouns_of()) that the statement says too."""
     said = set(german.index_text(statement, vocab).split())
-    return [t for t in german.query_terms(nouns, vocab) if not said.isdisjoint(t.exact)]
+    return [t for t in nouns if not said.isdisjoint(t.exact)]
 
 
 def check(answer, sources, vocab=frozenset(), correct=False, question=None):
@@ -194,7 +203,7 @@ def check(answer, sources, vocab=frozenset(), correct=False, question=None):
     result = {"statements": [], "evidence": []}
     if not answer or answer.strip().startswith(NO_INFO):
         return {**result, "answer": answer} if correct else result
-    units = unit_tokens(sources, vocab)
+    units, nouns = unit_tokens(sources, vocab), nouns_of(question, vocab)
     weight = rarity(units)
     seen, found = set(), []
     for at in located(answer):
@@ -202,7 +211,7 @@ def check(answer, sources, vocab=frozenset(), correct=False, question=None):
         if HEADER.match(text) or len(content_words(text)) < MIN_WORDS:
             continue
         facts = facts_of(text)  # once per statement, not once per source
-        subject = asked(question, text, vocab)
+        subject = repeated(nouns, text, vocab)
         scored = [(best_unit(text, rows, weight, facts, subject), n) for n, rows in enumerate(units, start=1)]
         supported = [n for (share, _), n in scored if share >= SUPPORT]
         (share, unit), best = max(scored, key=lambda t: (t[0][0], -t[1])) if scored else ((0.0, ""), None)

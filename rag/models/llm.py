@@ -185,23 +185,19 @@ def until_loop(pieces, repeats=LOOP_REPEATS, longest=LOOP_WORDS):
         for piece in pieces:
             yield piece
             words += piece.split()  # a word cut between two pieces counts as two: a loop still repeats alike
-            if repeats_at_end(words, repeats, longest):
+            if loop_length(words, repeats, longest):
                 return
     finally:
         if hasattr(pieces, "close"):
             pieces.close()
 
 
-def repeats_at_end(words, repeats=LOOP_REPEATS, longest=LOOP_WORDS):
-    """Do the last words repeat one phrase of 2 to `longest` words (with a letter in it) `repeats` times in a row?
-
-    Example: "a b c d c d c d".split() -> True (phrase "c d" three times); "1. a 2. b 3. c".split() -> False
-    """
-    return loop_length(words, repeats, longest) > 0
-
-
 def loop_length(words, repeats=LOOP_REPEATS, longest=LOOP_WORDS):
-    """The length of the phrase the last words repeat `repeats` times (repeats_at_end()), else 0."""
+    """The length of the phrase of 2 to `longest` words (with a letter in it) that the last words repeat `repeats`
+    times in a row, else 0.
+
+    Example: "a b c d c d c d".split() -> 2 (phrase "c d" three times); "1. a 2. b 3. c".split() -> 0
+    """
     for n in range(2, longest + 1):
         tail = words[-n:]
         if len(words) >= repeats * n and any(c.isalpha() for c in "".join(tail)) and \
