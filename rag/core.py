@@ -111,7 +111,7 @@ class Answer:
     model: str = None
     prompt: str = None
     kind: str = None  # "howto" or "fact" (rag/answer/context.py)
-    answered_by: str = None  # "model", or "source": a how-to answer's steps verbatim from the source (steps="source")
+    answered_by: str = None  # "model", "source": a how-to's steps verbatim (steps="source"), "line": rag/answer/echo.py
     answerable: dict = None  # {"p_yes", "threshold", "refused"} of the check before the answer
     grounding: dict = None  # a fact answer's {"facts", "coverage", "needed", "refused"} (rag/answer/support.py grounding);
     #                        when refused also "answer", the model's answer that was withdrawn
@@ -345,20 +345,21 @@ def ask(question, settings, history=()):
 
 # -- 6. check --------------------------------------------------------------------------------------
 def check(result, retrieval, question, masker, shield):
-    """The checks of an answer, in this order: a fact answer's grounding (withdrawn when its facts stand
-    only in passages about something else, rag/answer/support.py grounding), evidence and supported citations
-    (rag/answer/support.py; a model's [n] that does not support its statement is replaced by the one that
-    does), valid citation numbers, the fact check (rag/answer/factcheck.py), the injection guard
-    (rag/answer/guard.py). Fills `result`; returns them as one dict."""
-    from rag.answer import factcheck
-    from rag.answer import support  # only after an answer: --retrieve-only does not load them
+    """The checks of an answer, in this order: a fact answer's grounding (withdrawn when its facts stand only in
+    passages about something else, rag/answer/support.py grounding; replaced when it only repeats the question,
+    rag/answer/echo.py), evidence and supported citations (rag/answer/support.py; a model's [n] that does not
+    support its statement is replaced by the one that does), valid citation numbers, the fact check
+    (rag/answer/factcheck.py), the injection guard (rag/answer/guard.py). Fills `result`; returns them as one dict."""
+    from rag.answer import echo, factcheck, support  # only after an answer: --retrieve-only does not load them
     if result.answered_by == "model" and result.kind == "fact":  # a number said of something else: withdrawn
         result.grounding = support.grounding(question, masker.mask(result.text), retrieval.sources, retrieval.vocab)
         if result.grounding is not None:  # measured on the answer as masked as the sources
             result.grounding.update(needed=GROUNDED, why=support.gap(result.grounding, GROUNDED))
-            refused = result.grounding["refused"] = bool(result.grounding["why"])
-            if refused:
+            if result.grounding.setdefault("refused", bool(result.grounding["why"])):
                 result.grounding["answer"], result.text = masker.mask(result.text), answer.NO_INFO
+    if result.answered_by == "model" and result.kind == "fact" and echo.says_nothing(question, result.text):
+        result.grounding, result.text, result.answered_by = echo.replace(  # it only repeats the question
+            question, masker.mask(result.text), retrieval.sources, retrieval.vocab)
     by_model = result.answered_by == "model"  # the model's [n] are checked and corrected, a verbatim section's not
     found = support.check(result.text, retrieval.sources, retrieval.vocab, correct=by_model, question=question)
     if by_model:

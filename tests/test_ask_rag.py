@@ -159,6 +159,22 @@ def test_a_withdrawn_fact_answer_says_why_in_the_terminal_and_the_json(env):
     assert shown.stdout.count("\nVielleicht hilft: [1] ") == 1 and "Siehe auch" not in shown.stdout
 
 
+def test_an_answer_that_only_repeats_the_question_is_replaced_by_the_wiki_line(env):
+    question = "Wie groß ist die Quota einer Mailbox?"  # the model turns it into a sentence that says nothing
+    with FakeLlamaServer(answer=["Die Quota einer Mailbox ist groß", " [1]."]) as server:
+        shown = ask(env, server, "--no-floor", question)
+        out = load_json(ask(env, server, "--no-floor", "--json", question).stdout)
+    assert shown.returncode == 0, shown.stderr
+    n = next(n for n, s in enumerate(out["sources"], start=1) if s["heading"].endswith("Quota"))
+    assert out["answered_by"] == "line" and out["answer"] == f"Laut Quelle [{n}]:\nDie Mailbox bekommt eine Quota von 2 GB."
+    assert out["grounding"]["echo"] is True and out["grounding"]["answer"] == "Die Quota einer Mailbox ist groß [1]."
+    assert shown.stdout.startswith("Die Quota einer Mailbox ist groß [1].\n→ Laut Quelle [")  # streamed, then replaced
+    assert "(die Antwort wiederholt nur die Frage; Zeile wörtlich aus der Quelle" in shown.stdout
+    audit = run_script("ask_rag.py", "--audit-show", "-1", env=env)
+    assert "Prüfung:   die Antwort wiederholt nur die Frage: „Die Quota einer Mailbox ist groß [1].“ – ersetzt durch " \
+           f"die Zeile aus [{n}]" in audit.stdout, audit.stdout
+
+
 def test_answer_without_citation_says_so(env):
     with FakeLlamaServer(answer=["Mit cyradm."]) as server:
         result = ask(env, server, QUESTION)

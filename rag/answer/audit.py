@@ -272,8 +272,11 @@ def show(path, number):
         lines.append(f"Prüfung:   beantwortbar? P(ja) {judged or a['p_yes']} (Schwelle {a['threshold']}"
                      + (", je Abschnitt)" if judged else ")")
                      + (" – abgelehnt" if a["refused"] else ""))
-    if e.get("grounding"):
-        g = e["grounding"]
+    g = e.get("grounding")
+    if g and g.get("echo"):  # rag/answer/echo.py
+        lines.append(f"Prüfung:   {g['why']}" + (f": „{g['answer']}“" if g.get("answer") else "")
+                     + (f" – ersetzt durch die Zeile aus [{g['line']}]" if g.get("line") else " – zurückgezogen"))
+    elif g:
         lines.append(f"Prüfung:   Fakten {', '.join(g['facts'])} in Stellen zur Frage? Anteil {g['coverage']} "
                      f"(nötig {g['needed']})" + (f" – zurückgezogen ({g.get('why') or 'zu wenig'}): „{g['answer']}“"
                                                   if g["refused"] else ""))

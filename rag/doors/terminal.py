@@ -178,6 +178,9 @@ def print_answer(done, out):
     elif done.answerable and done.answerable["refused"]:
         print(f"{done.text}  (das Antwortmodell sieht die Frage in den Quellen nicht beantwortet: "
               f"P(ja) {done.answerable['p_yes']:.2f} < {done.answerable['threshold']}; die Kandidaten:)", file=out)
+    elif done.grounding and done.grounding.get("echo"):  # rag/answer/echo.py
+        print(f"→ {done.text}  ({done.grounding['why']}; " + ("Zeile wörtlich aus der Quelle, nicht vom Modell geschrieben)"
+              if done.answered_by == "line" else "keine Stelle der Quellen beantwortet sie; die Kandidaten:)"), file=out)
     elif done.grounding and done.grounding["refused"]:
         g = done.grounding
         print(f"→ {done.text}  (zurückgezogen: {', '.join(g['facts'])} steht nur in Stellen, die kaum von der Frage "
