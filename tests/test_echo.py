@@ -22,6 +22,7 @@ VOCAB = frozenset(german.index_text(" ".join(f"{s.heading} {s.content}" for s in
 @pytest.mark.parametrize("question, answer, nothing", [
     ("Welcher Monitor gehört zum Homeoffice-Paket?", "Der Monitor gehört zum Homeoffice-Paket [1].", True),
     ("Welchen IMAP-Port trage ich in Thunderbird ein?", "Die Nummer der Quelle ist [1].", True),
+    ("Welcher Schlüssel öffnet Tor 8?", "Der Schlüssel für Tor 8 öffnet Tor 8. [1]", True),  # its number is asked
     ("Welcher Monitor gehört zum Homeoffice-Paket?", "Zum Paket gehört ein Dell P2723DE [1].", False),
     ("Nach wie vielen falschen Passworteingaben wird das Konto gesperrt?",  # one digit is content too
      "Nach 5 falschen Passworteingaben wird das Konto gesperrt. [1]", False),
