@@ -206,6 +206,7 @@ def measure(args, chosen, asked):
         ).seconds for _ in range(3)])
         print("  llama-server starten …", file=sys.stderr, flush=True)
         with ServerProcess(model=args.llm_model, binary=args.server_bin) as server:
+            llm.warm(server.url, answer.SYSTEM)  # as the demo and --serve do: the first question reads as a later one
             rows = [ask_one(question, args, db, audit, {**env, "LLAMA_SERVER_URL": server.url}) for question in asked]
             calibration = llm.prompt_speed(server.url)
     return build, start_s, rows, calibration

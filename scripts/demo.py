@@ -19,6 +19,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+from rag.answer import prompt  # noqa: E402
+from rag.models import llm  # noqa: E402
 from rag.models.server_process import ServerProcess  # noqa: E402
 
 QUESTION = "Wie lege ich in Cyrus IMAP eine neue Mailbox an?"
@@ -38,6 +40,7 @@ def main():
     print("[demo] starte llama-server auf 127.0.0.1 …", file=sys.stderr, flush=True)
     try:
         with ServerProcess(log_path=str(log)) as server:  # the answer model (config.default_llm_model())
+            llm.warm(server.url, prompt.SYSTEM)  # the fixed system message read once, as a running server has it
             print(f"[demo] llama-server bereit: {server.url}\n", file=sys.stderr, flush=True)
             print(f"Frage: {question}\n", flush=True)
             run([sys.executable, "ask_rag.py", question],

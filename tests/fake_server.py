@@ -102,7 +102,12 @@ class FakeLlamaServer(LocalServer):
     def checks(self):
         """The answerability checks (not streamed), in order."""
         return [r for r in self.requests if r["path"].endswith("completions") and not r["body"].get("stream", True)
-                and "response_format" not in r["body"]]
+                and "response_format" not in r["body"] and r not in self.warms()]
+
+    def warms(self):
+        """The requests that only let the server read the system message (rag/models/llm.py warm), in order."""
+        return [r for r in self.requests if r["path"].endswith("completions") and not r["body"].get("stream", True)
+                and (r["body"].get("messages") or [{}])[-1].get("content") == "" and "response_format" not in r["body"]]
 
     def structured(self):
         """The requests under a JSON schema (search phrases, rewritten follow-ups), in order."""

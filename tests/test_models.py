@@ -179,3 +179,13 @@ def test_an_answer_that_repeats_itself_is_ended_and_its_stream_closed():
     # what the page, the API and the log keep: the phrase once
     assert llm.without_loop(text) == "Ein Postfach darf 25 MB groß sein, einschließlich aller Anhänge"
     assert llm.without_loop("".join(steps)) == "".join(steps)
+
+
+def test_warm_lets_the_server_read_the_system_message_and_never_fails():
+    from fake_server import FakeLlamaServer
+    with FakeLlamaServer() as fake:
+        entry = llm.warm(fake.url, "Regeln: nur aus den Quellen.")
+    (request,) = fake.warms()
+    assert request["body"]["messages"][0] == {"role": "system", "content": "Regeln: nur aus den Quellen."}
+    assert request["body"]["cache_prompt"] is True and entry["call"] == "warm" and entry["prompt_n"] > 0
+    assert llm.warm("http://127.0.0.1:9", "Regeln.") is None  # nobody listens: the first question will say so

@@ -49,6 +49,15 @@ def test_page_is_one_file_with_nothing_external_and_a_strict_policy(env):
     assert '"Vielleicht hilft: " : "Siehe auch: "' in page and "openSource(e.n)" in page  # opens its source
 
 
+def test_serve_lets_the_answer_server_read_the_system_message_once_at_start(env):
+    from rag.answer import prompt
+    with FakeLlamaServer() as fake, Serving({**env, "LLAMA_SERVER_URL": fake.url}):
+        warm, checks = fake.warms(), fake.checks()  # before any question: one short request, not streamed
+    assert checks == [] and fake.completions() == []
+    assert len(warm) == 1 and warm[0]["body"]["messages"][0] == {"role": "system", "content": prompt.SYSTEM}
+    assert warm[0]["body"]["cache_prompt"] is True and warm[0]["body"]["max_tokens"] == 1
+
+
 def test_events_stream_in_order_with_the_chunk_text_as_data(env):
     with FakeLlamaServer(answer=["Mit cm", " [1]."]) as fake, Serving({**env, "LLAMA_SERVER_URL": fake.url}) as server:
         events = ask(server.url)

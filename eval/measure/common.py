@@ -15,6 +15,8 @@ import time
 from pathlib import Path
 
 from rag import config
+from rag.answer import prompt
+from rag.models import llm
 from rag.models.server_process import ServerProcess
 
 ROOT = Path(__file__).resolve().parents[2]  # the repository (ask_rag.py, build_index.py)
@@ -106,9 +108,11 @@ def start_answer_server(args, tmp, label="answers"):
     model = args.llm_model or config.default_llm_model()
     print(f"[{label}] starte llama-server mit {Path(model).name} …", file=sys.stderr, flush=True)
     try:
-        return ServerProcess(model=model, log_path=str(Path(tmp) / "server.log")).start()
+        server = ServerProcess(model=model, log_path=str(Path(tmp) / "server.log")).start()
     except RuntimeError as exc:
         raise SystemExit(f"Fehler: {exc}")
+    llm.warm(server.url, prompt.SYSTEM)  # the first question reads no more than a later one (rag/models/llm.py)
+    return server
 
 
 def llm_info(url):

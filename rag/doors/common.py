@@ -1,5 +1,5 @@
 """What the long-running doors share (the web page, the OpenAI-compatible API, MCP): the core's
-events as JSON, the index's folders, a request's settings, and the warm question embedder.
+events as JSON, the index's folders, a request's settings, the warm question embedder and the warm answer server.
 
     for event in core.ask("Wie lege ich eine Mailbox an?", settings):
         kind, data = event_json(event)   # -> "sources", {"sources": [{"n": 1, "path": …, "text": …}], …}
@@ -117,6 +117,14 @@ def embed_server_bin(settings):
     """The llama-server next to llama-embedding (the same build computes the same vectors), or None."""
     path = os.path.join(os.path.dirname(os.path.abspath(settings.embedding_bin)), "llama-server")
     return path if os.path.isfile(path) else None
+
+
+def warm_answer_server(settings):
+    """Let the answer server read the fixed system message once at start (rag/models/llm.py warm), so the first
+    question's check reads no more than every later one's. Best effort: a server that fails now fails later
+    with its own message. Example: warm_answer_server(settings) -> {"call": "warm", "prompt_n": 161, …} or None"""
+    from rag.models import llm
+    return llm.warm(settings.server, answer.SYSTEM, settings.api_key, settings.llm_model_name)
 
 
 @contextlib.contextmanager

@@ -369,6 +369,7 @@ def serve(settings, host=HOST, port=PORT, key=None, slots=None, queue=None, auth
         signal.signal(sig, stop)
     try:
         with doors.warm_embedder(settings) as embedder_note:
+            doors.warm_answer_server(settings)  # the system message in its prompt cache before the first question
             bound = httpd.server_address[1]
             where = f"http://{'[' + host + ']' if ':' in host else host}:{bound}"
             print(f"Web-Seite: {where}/\nOpenAI-API: {where}/v1 (Modell {openai_api.MODEL})\n{embedder_note}\n"
