@@ -27,6 +27,8 @@ VOCAB = frozenset(german.index_text(" ".join(f"{s.heading} {s.content}" for s in
     ("Nach wie vielen falschen Passworteingaben wird das Konto gesperrt?",  # one digit is content too
      "Nach 5 falschen Passworteingaben wird das Konto gesperrt. [1]", False),
     ("Wie viele Zeichen darf ein Eintrag lang sein?", "110 Zeichen[1]", False),
+    ("Gibt es WLAN im Lager?", "Ja, es gibt WLAN im Lager [1].", False),  # a yes/no question's answer
+    ("Muss ich das Passwort ändern?", "Sie müssen das Passwort nicht ändern [1].", False),
     ("Welcher Monitor gehört zum Homeoffice-Paket?", "Dazu habe ich keine Information.", False),
 ])
 def test_an_answer_says_nothing_when_every_word_stands_in_the_question(question, answer, nothing):

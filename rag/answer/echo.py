@@ -32,13 +32,19 @@ FILLER = {  # words a model adds around an empty answer; they say nothing about 
 }
 
 
+POLARITY = {  # stopwords that carry the answer to a yes/no question: "Ja, …", "Sie müssen es nicht ändern"
+    "ja", "nein", "nicht", "kein", "keine", "keinen", "keinem", "keiner", "keines", "nie", "niemals", "nur", "immer",
+}
+
+
 def said(text):
-    """The folded content words of a text, every number among them ("8" too); [n], list numbers and FILLER dropped.
+    """The folded content words of a text, every number and POLARITY word among them ("8" too); [n], list numbers
+    and FILLER dropped.
 
     Example: said("Der Schlüssel für Tor 8 [1].") -> ["schluessel", "tor", "8"]
     """
-    return [w for w in german.words(STEP.sub("", CITATION.sub(" ", text)))
-            if w.isdigit() or (w not in german.STOPWORDS and len(w) > 1 and w not in FILLER)]
+    return [w for w in german.words(STEP.sub("", CITATION.sub(" ", text))) if w.isdigit() or w in POLARITY
+            or (w not in german.STOPWORDS and len(w) > 1 and w not in FILLER)]
 
 
 def says_nothing(question, answer):
