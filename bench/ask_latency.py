@@ -16,7 +16,7 @@ is started on a free port, then every question runs `ask_rag.py --no-floor` as a
   read tokens       the prompt tokens llama-server read before the first token, over every call (check,
                     answer), without those it served from its prompt cache: the same on any machine
   bare embedding    one llama-embedding process for the first question, as rag/models/embed_binary.py starts it
-                    and with extra flags (-fit off, -t 1, warm-up switched), median of --embed-repeat
+                    and with extra flags (-t 1, llama.cpp's memory fitting on, warm-up switched), median of --embed-repeat
   rest              until 1st token − embedding − retrieval − first token: start, imports, /health,
                     /props and the prompt; two parts of it measured on their own:
     start           `python3 -c "import ask_rag, rag.llm"`: interpreter and imports (median of 3)
@@ -115,11 +115,10 @@ def prompt_seconds(db, question, chunks):
     return (time.perf_counter() - start) / 100
 
 
-EMBED_VARIANTS = {  # extra llama-embedding flags for the bare question embedding
-    "wie rag/models/embed_binary.py": [],
-    "-fit off": ["-fit", "off"],
+EMBED_VARIANTS = {  # extra llama-embedding flags for the bare question embedding; each runs in the environment
+    "wie rag/models/embed_binary.py": [],  # of rag/models/embed_binary.py (run_env: LLAMA_ARG_FIT=off) but "fit an"
     "-t 1": ["-t", "1"],
-    "-t 1 -fit off": ["-t", "1", "-fit", "off"],
+    "fit an (llama.cpp-Standard)": ["-fit", "on"],
 }
 
 
@@ -144,7 +143,7 @@ def question_embedding(binary, model, question, repeat):
         runs = {name: [] for name in commands}
         for _ in range(repeat):
             for name, command in commands.items():
-                runs[name].append(common.measure(command).seconds)
+                runs[name].append(common.measure(command, env=embedder.run_env()).seconds)
     return {name: common.median(times) for name, times in runs.items()}
 
 
