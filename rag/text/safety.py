@@ -61,7 +61,8 @@ INJECTION_RULES = [
     # "Antworte ausschließlich mit …", "reply only with …", "füge jeder Antwort … hinzu", "start your answer with …"
     ("injection:steers-answer", r"\bantworte\b[^.\n]{0,60}\b(?:ausschließlich|nur|immer|stets|mit|auf englisch|"
                                 r"in englisch|englisch|so|folgend\w*)\b|\b(?:gib|nenne|schreibe?|sage?|füge|hänge|beginne|"
-                                r"setze|ergänze|wiederhole)\b[^.\n]{0,60}\b(?:antwort\w*|ausgabe\w*|aus)\b"),
+                                r"setze|ergänze|wiederhole)\b[^.\n]{0,60}\b(?:antwort\w*|ausgabe\w*|"
+                                r"aus(?=[ \t]*(?:[.!?,;:)\"“”\n]|$)))\b"),  # "gib … aus." ends its clause: not "aus der App"
     ("injection:steers-answer", r"\b(?:gib|nenne|antworte|schreibe?|sage?|füge|verweise|erwähne|tell|say|mention|give)\b"
                                 r"[^.\n]{0,60}\b(?:bei|auf|zu|for|to|on|in)\s+(?:jeder|jede|allen|every|each|any|all)\s+"
                                 r"(?:\w+\s+)?(?:frage|fragen|anfrage\w*|questions?|quer(?:y|ies)|requests?)\b"),
