@@ -308,7 +308,7 @@ def stream(question, retrieval, settings, result, shield):
     result.timings.update(llm_timings)
     read.append(llm.read_entry("answer", {"timings": llm_timings}))  # without what came from llama-server's cache
     result.timings["read_before_first_token"] = llm.total_read(read)
-    result.text = answer.without_trailing_refusal(llm.without_loop("".join(pieces)))  # a loop kept once; no "…. NO_INFO"
+    result.text = answer.cleaned(llm.without_loop("".join(pieces)))  # a loop kept once; no "…. NO_INFO", no marker
 
 
 # -- the pipeline: 1 to 7 in order ----------------------------------------------------------------

@@ -98,6 +98,17 @@ def test_a_fact_said_of_something_else_is_withdrawn(settings, question, said, wi
         assert done.grounding["answer"] == f"{said} [1]." and done.citations["cited"] == []
 
 
+def test_a_follow_up_marker_the_model_copies_is_not_part_of_the_answer(settings):
+    history = [{"role": "user", "content": QUESTION}, {"role": "assistant", "content": "Mit cm [1]."}]
+    copied = f" (Folgefrage zu: „{QUESTION}“)"
+    with FakeLlamaServer(template=GEMMA_TEMPLATE, answer=["Die Quota ist 2 GB [1].", copied]) as server:
+        settings.server = server.url
+        events = list(core.ask("Und welche Quota bekommt sie?", settings, history))
+    assert server.completions()[-1]["body"]["messages"][-1]["content"].count("Folgefrage zu:") == 1  # it was read
+    assert "".join(e.data for e in events if e.kind == "piece").endswith("“)")  # and streamed as written
+    assert events[-1].data.text == "Die Quota ist 2 GB [1]."
+
+
 def test_weak_evidence_skips_the_model(settings):
     with FakeLlamaServer() as server:
         settings.server = server.url

@@ -54,6 +54,18 @@ ALT = re.compile(r"""\balt\s*=\s*(?:"([^"]*)"|'([^']*)')""", re.I)
 CITATION = re.compile(r"\[(\d+(?:\s*[,;]\s*\d+)*)\]")
 
 
+FOLLOW_UP = re.compile(r"\s*\(Folgefrage zu: „[^“\n]*“\)")  # rag/search/expand.py with_previous(), copied by the model
+
+
+def cleaned(answer):
+    """The model's answer as every door keeps it: without a trailing refusal (without_trailing_refusal) and without
+    the follow-up marker of the question it read, which a small model sometimes copies.
+
+    Example: "Host `lizenzen.i-doit.com` [2]. (Folgefrage zu: „Wie aktiviere ich 2FA?“)" -> "Host `lizenzen.i-doit.com` [2]."
+    """
+    return without_trailing_refusal(FOLLOW_UP.sub("", answer or "") if answer else answer)
+
+
 def without_trailing_refusal(answer):
     """The answer without a NO_INFO the model appended after saying something: "Port 80 und 443 [1]. Dazu habe ich
     keine Information." contradicts itself; the reader keeps what it said. A bare NO_INFO stays as it is.
