@@ -71,7 +71,11 @@ def test_follow_ups_need_the_history(question):
 @pytest.mark.parametrize("question", [
     "Wie lege ich in Cyrus IMAP eine neue Mailbox an?", "Wie lange dauert das Anlegen einer Mailbox in Cyrus?",
     "Welche Pakete brauche ich für das VPN unter Ubuntu?", "Können Sie mir die Quota der Mailbox erhöhen?",
-    "Wer darf Verträge mit IT-Dienstleistern kündigen?"])
+    "Wer darf Verträge mit IT-Dienstleistern kündigen?",
+    # a pronoun after a comma opens a clause, one after a noun of the same question points at that noun
+    "Welchen Host muss die Firewall durchlassen, damit i-doit seine Lizenzen über den Token abrufen kann?",
+    "Der Admin auf Port 8081 ist nicht erreichbar – wie starte ich ihn über die Konsole wieder?",
+    "Ich möchte unseren Mandanten samt Dateien mit einem Befehl sichern – wie mache ich das?"])
 def test_standalone_questions_do_not(question):
     assert not followups.needs_context(question)
 
