@@ -55,7 +55,8 @@ def says_nothing(question, answer):
     """
     if not answer or answer.strip().startswith(NO_INFO):
         return False
-    asked = {german.stem(w) for w in said(question)} | set(said(question))
+    words = said(question)
+    asked = set(words) | {german.stem(w) for w in words}
     return not any(w not in asked and german.stem(w) not in asked for w in said(answer))
 
 

@@ -12,6 +12,7 @@ import os
 import re
 
 from rag.answer import context
+from rag.search import followups
 from rag.models.llm import split_chat  # noqa: F401  (split_chat(prompt, SYSTEM): the chat messages)
 
 NO_INFO = "Dazu habe ich keine Information."
@@ -54,16 +55,13 @@ ALT = re.compile(r"""\balt\s*=\s*(?:"([^"]*)"|'([^']*)')""", re.I)
 CITATION = re.compile(r"\[(\d+(?:\s*[,;]\s*\d+)*)\]")
 
 
-FOLLOW_UP = re.compile(r"\s*\(Folgefrage zu: „[^“\n]*“\)")  # rag/search/expand.py with_previous(), copied by the model
-
-
 def cleaned(answer):
     """The model's answer as every door keeps it: without a trailing refusal (without_trailing_refusal) and without
-    the follow-up marker of the question it read, which a small model sometimes copies.
+    the follow-up note of the question it read, which a small model sometimes copies (followups.unmarked).
 
     Example: "Host `lizenzen.i-doit.com` [2]. (Folgefrage zu: „Wie aktiviere ich 2FA?“)" -> "Host `lizenzen.i-doit.com` [2]."
     """
-    return without_trailing_refusal(FOLLOW_UP.sub("", answer or "") if answer else answer)
+    return without_trailing_refusal(followups.unmarked(answer) if answer else answer)
 
 
 def without_trailing_refusal(answer):

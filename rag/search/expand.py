@@ -391,7 +391,7 @@ def with_previous(question, searched):
     """
     if searched is None or not searched.previous or searched.rewritten:
         return question
-    return f"{question} (Folgefrage zu: „{searched.previous}“)"
+    return followups.marked(question, searched.previous)
 
 
 def json_field(searched):

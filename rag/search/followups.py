@@ -27,6 +27,21 @@ CONTINUATIONS = ("und", "aber", "oder", "auch", "sonst", "dann", "also")
 REFERS_BACK = set("sie er ihn ihm ihnen das dies diese dieser dieses diesem diesen deren dessen eins solche".split())
 #   pronouns that a noun earlier in the same question can carry; "dann", "dort", "dafür" … lean on the conversation
 FORMAL = {"Sie", "Ihr", "Ihre", "Ihren", "Ihrem", "Ihrer", "Ihnen"}  # capitalised, but no noun a pronoun could point to
+MARKED = re.compile(r"\s*\(Folgefrage zu: „[^“\n]*“\)")  # what marked() appends; a small model sometimes copies it
+
+
+def marked(question, previous):
+    """The follow-up as the answer model reads it, naming the question before it.
+
+    Example: marked("Und wie lösche ich sie?", "Wie lege ich eine Mailbox an?")
+             -> "Und wie lösche ich sie? (Folgefrage zu: „Wie lege ich eine Mailbox an?“)"
+    """
+    return f"{question} (Folgefrage zu: „{previous}“)"
+
+
+def unmarked(text):
+    """The text without a copied marked() note. Example: "2 GB [1]. (Folgefrage zu: „…“)" -> "2 GB [1]." """
+    return MARKED.sub("", text)
 
 
 def needs_context(question):
@@ -46,10 +61,10 @@ def needs_context(question):
         return False
     if len(tokens) <= SHORT_FOLLOWUP or tokens[0].lower() in CONTINUATIONS:
         return True
+    first_noun = next((n for n, t in enumerate(tokens) if n and t[:1].isupper() and t not in FORMAL), len(tokens))
     for n, (word, after) in enumerate(zip(tokens, tokens[1:] + [""])):
         opens_clause = question[:found[n].start()].rstrip().endswith(",")  # ", damit i-doit …", "ein Skript, das …"
-        named = word in REFERS_BACK and any(t[:1].isupper() and t not in FORMAL for t in tokens[1:n])  # "Der Admin
-        #                                                                      … – wie starte ich ihn?" points inside
+        named = word in REFERS_BACK and first_noun < n  # "Der Admin … – wie starte ich ihn?" points inside
         if word in PRONOUNS and not after[:1].isupper() and not opens_clause and not named:  # lower case: not "Sie"
             return True
         if word in ARTICLES and after.lower() in ADVERBS:
