@@ -3,7 +3,8 @@
 `build_index.py --forget`, question by question.
 
     python3 bench/forget_rankings.py                      # wiki/, eval/questions.jsonl, 3 pages
-    python3 bench/forget_rankings.py --pages 5 --json
+    python3 bench/forget_rankings.py --keep-statistics    # approach 2 beside it (docs/vergessen.md)
+    python3 bench/forget_rankings.py --pages 5 --json     # per page "before", "forget" (and "kept"): after, modes
 
 Steps: the wiki's index is built once (real embedder, a temporary folder) and the questions embedded once; every
 question is ranked in every mode as evaluate.py ranks it (top 10, the index's settings). Then for each of --pages
