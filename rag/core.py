@@ -38,6 +38,7 @@ from rag.answer import context
 from rag.answer import guard
 from rag.answer import prompt as answer
 from rag.answer import see_also
+from rag.answer import subsections
 from rag.models import embed_binary as embedder
 from rag.models import embed_query
 from rag.privacy import mask as privacy
@@ -188,8 +189,7 @@ def embed(texts, settings, meta, mode, timings):
 
 # -- 2. rank ---------------------------------------------------------------------------------------
 def rank(conn, texts, qvecs, searched, settings, meta, mode, question_kind, timings):
-    """The Retrieval: what `searched` adds (rag/search/expand.py) is searched too, the rankings fused; a how-to
-    question gets each source widened to its whole section (search.whole_sections)."""
+    """The Retrieval of the question and what `searched` adds (rag/search/expand.py), the rankings fused."""
     started = time.monotonic()
     weight, floor, reject = search.index_settings(meta, settings.vector_weight, settings.floor_cosine,
                                                   settings.reject_cosine)
@@ -202,8 +202,8 @@ def rank(conn, texts, qvecs, searched, settings, meta, mode, question_kind, timi
     timings["retrieve_s"] = round(time.monotonic() - started, 3)
     if settings.no_floor:
         result.weak = False
-    if question_kind == "howto":  # whole sections, a problem's solution in its place (rag/search/solutions.py)
-        result.sources = solutions.follow(conn, search.whole_sections(conn, result.sources))
+    if question_kind == "howto":  # whole sections, a problem's solution in its place, a parent with its steps below
+        result.sources = subsections.join(conn, solutions.follow(conn, search.whole_sections(conn, result.sources)))
     if qvecs[0] is not None:
         result.query_prefix = embedder.stored_query_prefix(meta, settings.model)
     return result

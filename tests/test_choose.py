@@ -105,6 +105,7 @@ def test_evaluate_sections_wants_one_index_per_answer_set(tmp_path, fake_embeddi
     ("Kein Login nach Änderung des Session Timeouts › Lösung", 1), ("Standort › Lösungen", 1),
     ("Kein Login nach Änderung des Session Timeouts › Problem", -1), ("Probleme mit dem WLAN", -1),
     ("MariaDB › Fehlermeldungen", -1), ("Mailbox anlegen", 0), ("Problemlösung › Mailbox", 0), ("", 0),
+    ("MariaDB › Möglicher Lösungsansatz", 1), ("Kein Login › Mögliche Lösungen", 1), ("Mögliche Fehler", 0),
 ])
 def test_a_heading_s_last_part_says_whether_it_is_a_problem_or_its_solution(heading, expected):
     assert roles.role(heading) == expected

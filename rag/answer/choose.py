@@ -20,7 +20,7 @@ Signals of the source at position n (0-based) of the fused ranking:
              "Symptome", "Fehlermeldungen", "Ursache"); 0 else (rag/text/roles.py)
 Score: the sum of WEIGHTS × signals; ties keep the better rank.
 
-Does not handle: a parent section and its subsection joined into one candidate (each source stands alone),
+Does not handle: joining a parent section and its subsections (rag/answer/subsections.py does, before),
 meaning beyond shared words (a heading in other words than the question's scores 0).
 """
 import re

@@ -15,8 +15,9 @@ section, English headings.
 """
 import re
 
-SOLUTIONS = ("Lösung", "Lösungen", "Lösungsansätze", "Behebung", "Abhilfe", "Workaround", "Fehlerbehebung")
-SOLUTION = re.compile(r"^(?:lösung|loesung|behebung|abhilfe|workaround|fehlerbehebung)", re.I)
+SOLUTIONS = ("Lösung", "Lösungen", "Lösungsansatz", "Lösungsansätze", "Mögliche Lösung", "Mögliche Lösungen",
+             "Möglicher Lösungsansatz", "Mögliche Lösungsansätze", "Behebung", "Abhilfe", "Workaround", "Fehlerbehebung")
+SOLUTION = re.compile(r"^(?:m(?:ö|oe)gliche[rn]?\s+)?(?:lösung|loesung|behebung|abhilfe|workaround|fehlerbehebung)", re.I)
 PROBLEM = re.compile(r"^(?:problem|symptom|fehlermeldung|fehlerbild|ursache)", re.I)
 
 
