@@ -197,3 +197,22 @@ def test_the_runners_up_under_the_answer_open_their_source(browser_parts, driver
         assert driver.find_element(By.CSS_SELECTOR, "#quelle-3 details").get_attribute("open")
         assert ask(driver, "Was gibt es heute in der Kantine?").startswith("Fertig")  # the floor: no model asked
         assert driver.find_element(By.ID, "siehe-auch").text.startswith("Vielleicht hilft: [1] ")
+
+
+def test_a_corrected_citation_is_one_green_mark_not_a_warning(browser_parts, driver, fake_embedding, small_wiki):
+    """The model cites [3] for a sentence that only [1] holds: the answer carries [1] and the page says it was
+    corrected, instead of "✓ Zitate gültig: [1]" beside "⚠ zitiert die falsche Quelle"."""
+    from fake_server import FakeLlamaServer
+    from selenium.webdriver.common.by import By
+    assert run_script("build_index.py", "--wiki", small_wiki, env=fake_embedding).returncode == 0
+    with FakeLlamaServer(answer=["Die Mailbox bekommt eine Quota von 2 GB", " [3]."]) as fake, \
+            Serving({**os.environ, **fake_embedding, "LLAMA_SERVER_URL": fake.url, "RAG_SERVE_KEY": ""}, "--no-floor") as server:
+        driver.get(server.url + "/")
+        assert ask(driver, "Wie groß ist die Quota einer Mailbox?").startswith("Fertig")
+        sources = [s.find_element(By.CSS_SELECTOR, ".pfad").text for s in driver.find_elements(By.CSS_SELECTOR, "#quellen > li")]
+        n = 1 + next(i for i, s in enumerate(sources) if "mail/mailbox-anlegen.md" in s)
+        marks = [m.text for m in driver.find_elements(By.CSS_SELECTOR, "#pruefungen li")]
+        answer = driver.find_element(By.ID, "antwort").text
+    assert answer == f"Die Mailbox bekommt eine Quota von 2 GB [{n}].", answer
+    assert f"✓ Zitat berichtigt: [3] durch [{n}] ersetzt, die Quelle, die es stützt" in marks, marks
+    assert not any("falsche Quelle" in m for m in marks), marks
