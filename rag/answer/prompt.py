@@ -53,15 +53,17 @@ IMAGE = re.compile(  # a Markdown image (also as a link to itself, as MkDocs pag
     r"\[!\[(?P<linked>[^\]]*)\]\([^)]*\)\]\([^)]*\)|!\[(?P<plain>[^\]]*)\]\([^)]*\)|<img\b(?P<attrs>[^>]*)>", re.I)
 ALT = re.compile(r"""\balt\s*=\s*(?:"([^"]*)"|'([^']*)')""", re.I)
 CITATION = re.compile(r"\[(\d+(?:\s*[,;]\s*\d+)*)\]")
+LABELLED = re.compile(r"\[\s*(?:quelle|source)\s*\[?\s*(\d+)\s*\]?\s*\]", re.I)  # "[Quelle [2]]" -> [2]
 
 
 def cleaned(answer):
-    """The model's answer as every door keeps it: without a trailing refusal (without_trailing_refusal) and without
-    the follow-up note of the question it read, which a small model sometimes copies (followups.unmarked).
+    """The model's answer as every door keeps it: without a trailing refusal (without_trailing_refusal), without
+    the follow-up note of the question it read, which a small model sometimes copies (followups.unmarked), and
+    with a citation it wrote as "[Quelle [2]]" or "[QUELLE 2]" in the form "[2]" (LABELLED).
 
     Example: "Host `lizenzen.i-doit.com` [2]. (Folgefrage zu: „Wie aktiviere ich 2FA?“)" -> "Host `lizenzen.i-doit.com` [2]."
     """
-    return without_trailing_refusal(followups.unmarked(answer) if answer else answer)
+    return without_trailing_refusal(LABELLED.sub(r"[\1]", followups.unmarked(answer)) if answer else answer)
 
 
 def without_trailing_refusal(answer):
