@@ -71,21 +71,25 @@ class SQLiteStore:
     groups, hidden = None, None  # the reader's groups (None: everything); the doc ids hidden from them, once
 
     def hiding(self, column):
-        """(" AND column NOT IN …", params) that hides the reader's forbidden pages; ("", []) for a reader of all."""
+        """(" AND column NOT IN temp.hidden", []) that hides the reader's forbidden chunks (column: a doc id);
+        ("", []) for a reader of everything. temp.hidden is filled once per opened store (hidden_ids), and
+        NOT IN a table with an INTEGER PRIMARY KEY is one lookup per row: the ids are not gathered again per query."""
         if self.groups is None:
             return "", []
-        sql, params = access.hidden_sql(self.groups, "?")
-        if column == "path":
-            return f" AND path NOT IN ({sql})", params
-        return f" AND {column} NOT IN (SELECT id FROM docs WHERE path IN ({sql}))", params
+        self.hidden_ids()
+        return f" AND {column} NOT IN temp.hidden", []
 
     def hidden_ids(self):
-        """The doc ids the reader may not see, as a set (empty for a reader of everything)."""
+        """The doc ids the reader may not see, as a set (empty for a reader of everything); the first call also
+        writes them into the connection's temporary table `hidden` (gone when the store closes)."""
         if self.hidden is None and self.groups is None:
             self.hidden = set()
         elif self.hidden is None:
             sql, params = access.hidden_sql(self.groups, "?")
-            self.hidden = {i for i, in self.conn.execute(f"SELECT id FROM docs WHERE path IN ({sql})", params)}
+            with self.conn:
+                self.conn.execute("CREATE TEMP TABLE IF NOT EXISTS hidden (id INTEGER PRIMARY KEY)")
+                self.conn.execute(f"INSERT OR IGNORE INTO temp.hidden SELECT id FROM docs WHERE path IN ({sql})", params)
+            self.hidden = {i for i, in self.conn.execute("SELECT id FROM temp.hidden")}
         return self.hidden
 
     @classmethod
@@ -287,27 +291,27 @@ class SQLiteStore:
         """{doc_id: Row} for these chunks."""
         if not doc_ids:
             return {}
-        hide, params = self.hiding("path")
+        hide, params = self.hiding("id")
         rows = self.conn.execute(f"SELECT id, path, chunk_index, heading, content, flags FROM docs WHERE id IN "
                                  f"({','.join('?' * len(doc_ids))}){hide}", [*doc_ids, *params])
         return {r[0]: Row(r[0], r[1], r[2], r[3], r[4], json.loads(r[5])) for r in rows}
 
     def folders(self):
         """The index's top-level folders, sorted. Example: pages mail/a.md, mail/b/c.md, x.md -> ["mail/"]"""
-        hide, params = self.hiding("path")
+        hide, params = self.hiding("id")
         rows = self.conn.execute(f"SELECT DISTINCT substr(path, 1, instr(path, '/')) FROM docs WHERE "
                                  f"instr(path, '/') > 0{hide}", params)
         return sorted(row[0] for row in rows)
 
     def ids_below(self, prefix):
         """The doc ids of every chunk below a folder prefix ("mail/"), as a set."""
-        hide, params = self.hiding("path")
+        hide, params = self.hiding("id")
         rows = self.conn.execute(f"SELECT id FROM docs WHERE substr(path, 1, ?) = ?{hide}", (len(prefix), prefix, *params))
         return {row[0] for row in rows}
 
     def section(self, path, heading):
         """[(chunk_index, content)] of one page's chunks under one heading path, in order."""
-        hide, params = self.hiding("path")
+        hide, params = self.hiding("id")
         return self.conn.execute(f"SELECT chunk_index, content FROM docs WHERE path = ? AND heading = ?{hide} "
                                  "ORDER BY chunk_index", (path, heading, *params)).fetchall()
 
