@@ -255,7 +255,7 @@ class SQLiteStore:
         """The rows' BM25 with the reader's own N and document frequencies (rag/store/access.py rescored), so no
         score or rank depends on what a hidden page contains; avgdl stays the whole index's."""
         hide, params = self.hiding("rowid")
-        total, visible = self.conn.execute("SELECT COUNT(*) FROM fts").fetchone()[0], self.lexical_count()
+        total, visible = self.fts_totals()[0], self.lexical_count()
         parts, ratios = [], []
         for phrase in [alt for group in groups for alt in group]:
             query = match_query([[phrase]])
@@ -264,6 +264,19 @@ class SQLiteStore:
             whole = self.conn.execute("SELECT COUNT(*) FROM fts WHERE fts MATCH ?", (query,)).fetchone()[0]
             ratios.append(access.idf(visible, len(parts[-1])) / access.idf(total, whole))
         return access.rescored(rows, parts, ratios, limit)
+
+    def fts_totals(self):
+        """(rows, tokens of all columns) of the full-text index: FTS5's averages record (fts_data id 1, varints),
+        from which FTS5 takes bm25's N and avgdl; committed rows only (a reader's view: this connection's own open
+        write transaction is not in it yet). Example: bytes 81 9c 20 02 05 (hex) -> (20000, 2 + 5)"""
+        row = self.conn.execute("SELECT block FROM fts_data WHERE id = 1").fetchone()
+        numbers, value = [], 0
+        for byte in row[0] if row else b"":
+            value = (value << 7) | (byte & 0x7F)
+            if byte < 0x80:
+                numbers.append(value)
+                value = 0
+        return (numbers[0], sum(numbers[1:])) if numbers else (0, 0)
 
     def matching(self, alternatives):
         """How many chunks the reader may see contain any of these (word, prefix) alternatives."""
@@ -278,13 +291,9 @@ class SQLiteStore:
         return row[0] if row else ""
 
     def lexical_count(self):
-        """Chunks in the full-text index the reader may see; with rights counted once per opened store."""
-        hide, params = self.hiding("rowid")
-        if not hide:
-            return self.conn.execute("SELECT COUNT(*) FROM fts").fetchone()[0]
-        if getattr(self, "visible_rows", None) is None:
-            self.visible_rows = self.conn.execute(f"SELECT COUNT(*) FROM fts WHERE 1{hide}", params).fetchone()[0]
-        return self.visible_rows
+        """Chunks in the full-text index the reader may see: FTS5's row count less the hidden chunks (every chunk
+        has its row in fts)."""
+        return self.fts_totals()[0] - len(self.hidden_ids())
 
     # -- reading: chunks and vectors
     def sources(self, doc_ids):
