@@ -22,6 +22,9 @@ from rag.store.sqlite_file import (connect, delete_page, fts_available, insert_c
                                    read_meta, write_meta)
 
 CHECKPOINT_TRIES = 25  # 0.2 s apart: a reader (ask_rag.py --serve) finishing its question frees the WAL
+FETCH_FACTOR = 2  # a restricted reader's lexical stage: rows fetched per row asked before the bound is checked;
+#                  bench/scale.py --access 0.1, 20k, 100 questions: 1 stage fetched again (limit + 10: 46)
+TOLERANCE = 1e-9  # relative: FTS5's and Python's BM25 of the same chunk differ by rounding only
 LEFTOVER_COLUMNS = [("docs", "heading || ' ' || content || ' ' || path"), ("fts", "heading || ' ' || body"),
                     ("vocab", "word"), ("meta", "value"), ("pages", "path")]
 
@@ -244,26 +247,45 @@ class SQLiteStore:
 
         BM25 as FTS5 computes it (k1 1.2, b 0.75), heading weighted 2:1 over the body.
         """
-        hide, params = self.hiding("rowid")
-        rows = self.conn.execute(
-            f"SELECT -bm25(fts, 2.0, 1.0), rowid, heading || ' ' || body FROM fts WHERE fts MATCH ?{hide} "
-            "ORDER BY 1 DESC, rowid LIMIT ?", (match_query(groups), *params, -1 if limit is None or hide else limit)
-        ).fetchall()
-        return self.own_frequencies(rows, groups, limit) if hide and rows else rows
+        if self.groups is not None:
+            return self.own_frequencies(groups, limit)
+        return self.conn.execute(
+            "SELECT -bm25(fts, 2.0, 1.0), rowid, heading || ' ' || body FROM fts WHERE fts MATCH ? "
+            "ORDER BY 1 DESC, rowid LIMIT ?", (match_query(groups), -1 if limit is None else limit)).fetchall()
 
-    def own_frequencies(self, rows, groups, limit):
-        """The rows' BM25 with the reader's own N and document frequencies (rag/store/access.py rescored), so no
-        score or rank depends on what a hidden page contains; avgdl stays the whole index's."""
-        hide, params = self.hiding("rowid")
-        total, visible = self.fts_totals()[0], self.lexical_count()
-        parts, ratios = [], []
-        for phrase in [alt for group in groups for alt in group]:
-            query = match_query([[phrase]])
-            parts.append(dict((i, s) for s, i in self.conn.execute(
-                f"SELECT -bm25(fts, 2.0, 1.0), rowid FROM fts WHERE fts MATCH ?{hide}", (query, *params))))
-            whole = self.conn.execute("SELECT COUNT(*) FROM fts WHERE fts MATCH ?", (query,)).fetchone()[0]
-            ratios.append(access.idf(visible, len(parts[-1])) / access.idf(total, whole))
-        return access.rescored(rows, parts, ratios, limit)
+    def own_frequencies(self, groups, limit):
+        """lexical() for a restricted reader: BM25 with the reader's own N and document frequencies (avgdl stays
+        the whole index's), so no score or rank depends on what a hidden page contains.
+
+        The visible matches come in FTS5's order (its BM25 over the whole index, W), `fetch` at a time, and each
+        is rescored in Python (access.bm25) with the reader's IDF. Both sum the same per-phrase terms, so a chunk's
+        own score is at most `most` · W, most = the largest idf(reader) / idf(whole index) of the phrases: once
+        `limit` rescored chunks score above `most` · W of the last one fetched, no chunk further down can enter.
+        """
+        hide, _ = self.hiding("rowid")
+        fetch = limit and limit * FETCH_FACTOR
+
+        def candidates(n):  # the best n visible matches by W (n None: all)
+            return self.conn.execute(f"SELECT -bm25(fts, 2.0, 1.0), rowid, heading, body FROM fts WHERE fts MATCH ?"
+                                     f"{hide} ORDER BY 1 DESC, rowid LIMIT ?", (match_query(groups), n or -1)).fetchall()
+        found = candidates(fetch)
+        if not found:
+            return []
+        phrases = [alt for group in groups for alt in group]
+        counts = self.conn.execute("SELECT " + ", ".join(  # per phrase: matches in the whole index, visible ones
+            f"(SELECT COUNT(*) FROM fts WHERE fts MATCH ?), (SELECT COUNT(*) FROM fts WHERE fts MATCH ?{hide})"
+            for _ in phrases), [match_query([[p]]) for p in phrases for _ in (0, 1)]).fetchone()
+        rows, tokens = self.fts_totals()
+        visible = self.lexical_count()
+        idfs = [access.idf(visible, seen) for seen in counts[1::2]]
+        most = max(own / access.idf(rows, whole) for own, whole in zip(idfs, counts[0::2]))
+        while True:
+            scored = sorted(((access.bm25(h, b, phrases, idfs, tokens / rows), i, h + " " + b) for _, i, h, b in found),
+                            key=lambda row: (-row[0], row[1]))[:limit]
+            if not fetch or len(found) < fetch or scored[-1][0] > most * found[-1][0] * (1 + TOLERANCE):
+                return scored
+            fetch *= 4
+            found = candidates(fetch)
 
     def fts_totals(self):
         """(rows, tokens of all columns) of the full-text index: FTS5's averages record (fts_data id 1, varints),
