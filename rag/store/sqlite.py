@@ -23,7 +23,7 @@ from rag.store.sqlite_file import (connect, delete_page, fts_available, insert_c
 
 CHECKPOINT_TRIES = 25  # 0.2 s apart: a reader (ask_rag.py --serve) finishing its question frees the WAL
 FETCH_FACTOR = 2  # a restricted reader's lexical stage: rows fetched per row asked before the bound is checked;
-#                  bench/scale.py --access 0.1, 20k, 100 questions: 1 stage fetched again (limit + 10: 46)
+#                  bench/scale.py --access 0.1, 20k, 100 questions: 1 stage had to fetch more (limit + 10 rows: 46)
 TOLERANCE = 1e-9  # relative: FTS5's and Python's BM25 of the same chunk differ by rounding only
 LEFTOVER_COLUMNS = [("docs", "heading || ' ' || content || ' ' || path"), ("fts", "heading || ' ' || body"),
                     ("vocab", "word"), ("meta", "value"), ("pages", "path")]
