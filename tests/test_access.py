@@ -17,6 +17,7 @@ from rag.answer import audit
 from rag import store
 from rag.doors import common, mcp_server, users
 from rag.ingest import access_rules
+from rag.store import access, sqlite
 from rag.store.access import EVERYTHING, Reader
 from serving import Serving, sse_events
 
@@ -99,6 +100,44 @@ def test_the_store_hides_what_a_reader_may_not_read(wiki, store_env):
     assert all(c in everything for c in ("Zorblax", "Quibbelwitz", "Flarnkraut")) and len(below_all) == 2
     assert len(scan_it.ranking) == count_it == count_all - 3  # all the others still come: no starving top k
     assert match_it == match_all - 3  # document frequencies count only what the reader may see
+
+
+STAGES = [[[("drucker", False), ("druck", True)]], [[("mailbox", False)], [("quota", False), ("cyradm", False)]],
+          [[("vpn", False), ("notebook", False), ("anmel", True), ("drucker", False), ("mailbox", False)]]]
+
+
+def test_bm25_in_python_is_fts5s_own(wiki, fake_embedding):
+    """access.bm25 (a restricted reader's rescoring) against the oracle: FTS5's bm25() over the whole index."""
+    build(wiki, fake_embedding)
+    index = store.open_store(fake_embedding["RAG_DB"])
+    try:
+        rows, tokens = index.fts_totals()
+        assert rows == index.conn.execute("SELECT COUNT(*) FROM fts").fetchone()[0] == index.lexical_count()
+        for groups in STAGES:
+            phrases = [p for group in groups for p in group]
+            idfs = [access.idf(rows, index.conn.execute("SELECT COUNT(*) FROM fts WHERE fts MATCH ?",
+                                                        (sqlite.match_query([[p]]),)).fetchone()[0]) for p in phrases]
+            found = index.conn.execute("SELECT -bm25(fts, 2.0, 1.0), heading, body FROM fts WHERE fts MATCH ?",
+                                       (sqlite.match_query(groups),)).fetchall()
+            assert found and all(abs(access.bm25(h, b, phrases, idfs, tokens / rows) - w) < 1e-12 * w
+                                 for w, h, b in found)
+    finally:
+        index.close()
+
+
+def test_a_restricted_readers_top_k_is_the_top_of_every_match_rescored(wiki, fake_embedding, monkeypatch):
+    """own_frequencies fetches a few rows by FTS5's order and stops by a bound; fetching only `limit` the bound decides
+    at every limit, and the result is the head of every match rescored."""
+    build(wiki, fake_embedding)
+    monkeypatch.setattr(sqlite, "FETCH_FACTOR", 1)
+    index = store.open_store(fake_embedding["RAG_DB"], reader=Reader("max", ("it",)))
+    try:
+        for groups in STAGES:
+            every = index.lexical(groups, None)
+            assert every == sorted(every, key=lambda row: (-row[0], row[1]))
+            assert all(index.lexical(groups, k) == every[:k] for k in range(1, len(every) + 2))
+    finally:
+        index.close()
 
 
 def test_hnsw_keeps_searching_until_enough_allowed_chunks_came(wiki, fake_embedding, pg_server):

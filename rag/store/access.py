@@ -11,14 +11,19 @@ with only the mark is readable by nobody but a reader of everything (`groups=Non
 `Reader(name, groups)`: groups None reads everything (the terminal, --serve-key), a tuple only the open
 pages and the pages of these groups.
 
-The stores put `hidden_sql` into their queries (lexical, vector, sources, sections, folders, counts),
-so no step above them ever sees a hidden chunk: nothing is filtered after a top k.
+The stores put `hidden_sql` into their queries (lexical, vector, sources, sections, folders, counts; SQLite
+through a temporary table filled from it once per opened store), so no step above them ever sees a hidden
+chunk: nothing is filtered after a top k. A restricted reader's BM25 uses their own N and document
+frequencies (`idf`, `bm25`), so no score tells what a hidden page contains.
 
 Does not handle: reading the rules from the wiki (rag/ingest/access_rules.py), users and keys
 (rag/doors/users.py), rules per chunk (a page is the unit).
 """
 import math
 from collections import namedtuple
+
+K1, B = 1.2, 0.75  # BM25 as FTS5 computes it
+HEADING_WEIGHT = 2.0  # bm25(fts, 2.0, 1.0): a heading word counts twice over a body word
 
 Reader = namedtuple("Reader", "name groups")  # groups: None = reads everything; a tuple = open pages + these groups
 EVERYTHING = Reader("", None)
@@ -73,13 +78,21 @@ def idf(total, df):
     return value if value > 0 else 1e-6
 
 
-def rescored(rows, parts, ratios, limit):
-    """BM25 with the reader's own document frequencies: FTS5's bm25() is a sum over the query's phrases, so each
-    phrase's part (its single-phrase bm25, parts[i]: {doc_id: score}) is scaled by idf(reader) / idf(whole index).
-    rows: [(bm25, doc_id, text)] of every match; returns them rescored, best first, ties by id, `limit` of them.
+def bm25(heading, body, phrases, idfs, avgdl):
+    """One chunk's BM25 as FTS5's bm25(fts, 2.0, 1.0) computes it (ext/fts5/fts5_aux.c), from its search text
+    (its words are FTS5's tokens: rag/text/german.py writes them) with the given IDF per phrase (word, prefix?).
 
-    Example: rows [(3.0, 7, "a b")], parts [{7: 1.0}, {7: 2.0}], ratios [2.0, 0.5] -> [(3.0, 7, "a b")]
+    Example: bm25("drucker", "toner wechseln", [("drucker", False), ("ton", True)], [2.0, 1.0], 3.0)
+             -> 2.0 * 4.4 / 3.2 + 1.0 * 2.2 / 2.2 = 3.75
     """
-    out = [(sum(part.get(doc_id, 0.0) * r for part, r in zip(parts, ratios)), doc_id, text) for _, doc_id, text in rows]
-    out.sort(key=lambda row: (-row[0], row[1]))
-    return out if limit is None else out[:limit]
+    weights, length = {}, 0
+    for weight, text in ((HEADING_WEIGHT, heading), (1.0, body)):
+        for word in text.split():
+            weights[word] = weights.get(word, 0.0) + weight
+            length += 1
+    norm = K1 * (1 - B + B * length / avgdl)
+    score = 0.0
+    for (word, prefix), idf_ in zip(phrases, idfs):
+        freq = sum(w for t, w in weights.items() if t.startswith(word)) if prefix else weights.get(word, 0.0)
+        score += idf_ * (freq * (K1 + 1.0) / (freq + norm))
+    return score

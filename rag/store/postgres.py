@@ -49,7 +49,7 @@ WITH phrase AS (
     SELECT * FROM unnest(%(words)s::text[], %(prefix)s::bool[], %(idf)s::float8[]) AS p(word, prefix, idf)
 ), hit AS (
     SELECT id, tsv, search_len, search_heading || ' ' || search_body AS text FROM docs WHERE tsv @@ %(query)s::tsquery
-    AND NOT (path = ANY(%(hidden)s::text[]))
+    AND path NOT IN (SELECT unnest(%(hidden)s::text[]))
 )
 SELECT (SELECT coalesce(sum(p.idf * f.freq * {K1 + 1} / (f.freq + {K1} * ({1 - B} + {B} * h.search_len / %(avgdl)s))), 0)
         FROM phrase p CROSS JOIN LATERAL (
@@ -118,8 +118,9 @@ class PostgresStore:
         return sorted(p for p, in self.conn.execute(sql, params))
 
     def hiding(self):
-        """(" AND NOT (path = ANY(…))", params) that hides the reader's pages; ("", []) when nothing is hidden."""
-        return (" AND NOT (path = ANY(%s::text[]))", [self.hidden]) if self.hidden else ("", [])
+        """(" AND path NOT IN (…)", params) that hides the reader's pages; ("", []) when nothing is hidden. A hashed
+        subquery: NOT (path = ANY(array)) compares each row with every path in a generic plan (psycopg prepares)."""
+        return (" AND path NOT IN (SELECT unnest(%s::text[]))", [self.hidden]) if self.hidden else ("", [])
 
     def column_dimension(self):
         """D of the column vector(D); -1 while no vector fixed it."""
@@ -158,12 +159,10 @@ class PostgresStore:
         return self.conn.execute("SELECT count(*) FROM docs").fetchone()[0]
 
     def lexical_count(self):
-        if not self.hidden:
-            return int(self.meta().get("lexical_rows", 0))
-        if getattr(self, "visible_rows", None) is None:  # the chunks the reader may see, once per opened store
-            self.visible_rows = self.conn.execute("SELECT count(*) FROM docs WHERE NOT (path = ANY(%s))",
-                                                  (self.hidden,)).fetchone()[0]
-        return self.visible_rows
+        """Chunks the reader may see: meta's count less the hidden pages' chunks (counted by path, the unique index)."""
+        if self.hidden and getattr(self, "hidden_rows", None) is None:  # once, as the paths: one snapshot per store
+            self.hidden_rows = self.conn.execute("SELECT count(*) FROM docs WHERE path = ANY(%s)", (self.hidden,)).fetchone()[0]
+        return int(self.meta().get("lexical_rows", 0)) - (self.hidden_rows if self.hidden else 0)
 
     # -- writing (the writer lock is held from open_store(create=True) to close)
     def pages(self):
@@ -288,8 +287,9 @@ class PostgresStore:
         if not rows:
             return []
         counts = self.conn.execute(  # the reader's own N and document frequencies (access.idf); avgdl stays the index's
-            "SELECT (SELECT count(*) FROM docs WHERE tsv @@ q::tsquery AND NOT (path = ANY(%s))) FROM unnest(%s::text[]) "
-            "WITH ORDINALITY AS x(q, n) ORDER BY n", (self.hidden, [tsquery([[alt]]) for alt in phrases])).fetchall()
+            "SELECT (SELECT count(*) FROM docs WHERE tsv @@ q::tsquery AND path NOT IN (SELECT unnest(%s::text[]))) "
+            "FROM unnest(%s::text[]) WITH ORDINALITY AS x(q, n) ORDER BY n",
+            (self.hidden, [tsquery([[alt]]) for alt in phrases])).fetchall()
         total = self.lexical_count() if self.hidden else rows
         idf = [access.idf(total, n) for n, in counts]
         return [tuple(r) for r in self.conn.execute(BM25_SQL, {

@@ -22,6 +22,9 @@ from rag.store.sqlite_file import (connect, delete_page, fts_available, insert_c
                                    read_meta, write_meta)
 
 CHECKPOINT_TRIES = 25  # 0.2 s apart: a reader (ask_rag.py --serve) finishing its question frees the WAL
+FETCH_FACTOR = 2  # a restricted reader's lexical stage: rows fetched per row asked before the bound is checked;
+#                  bench/scale.py --access 0.1, 20k, 100 questions: 1 stage had to fetch more (limit + 10 rows: 46)
+TOLERANCE = 1e-9  # relative: FTS5's and Python's BM25 of the same chunk differ by rounding only
 LEFTOVER_COLUMNS = [("docs", "heading || ' ' || content || ' ' || path"), ("fts", "heading || ' ' || body"),
                     ("vocab", "word"), ("meta", "value"), ("pages", "path")]
 
@@ -71,21 +74,25 @@ class SQLiteStore:
     groups, hidden = None, None  # the reader's groups (None: everything); the doc ids hidden from them, once
 
     def hiding(self, column):
-        """(" AND column NOT IN …", params) that hides the reader's forbidden pages; ("", []) for a reader of all."""
+        """(" AND column NOT IN temp.hidden", []) that hides the reader's forbidden chunks (column: a doc id);
+        ("", []) for a reader of everything. temp.hidden is filled once per opened store (hidden_ids), and
+        NOT IN a table with an INTEGER PRIMARY KEY is one lookup per row: the ids are not gathered again per query."""
         if self.groups is None:
             return "", []
-        sql, params = access.hidden_sql(self.groups, "?")
-        if column == "path":
-            return f" AND path NOT IN ({sql})", params
-        return f" AND {column} NOT IN (SELECT id FROM docs WHERE path IN ({sql}))", params
+        self.hidden_ids()
+        return f" AND {column} NOT IN temp.hidden", []
 
     def hidden_ids(self):
-        """The doc ids the reader may not see, as a set (empty for a reader of everything)."""
+        """The doc ids the reader may not see, as a set (empty for a reader of everything); the first call also
+        writes them into the connection's temporary table `hidden` (gone when the store closes)."""
         if self.hidden is None and self.groups is None:
             self.hidden = set()
         elif self.hidden is None:
             sql, params = access.hidden_sql(self.groups, "?")
-            self.hidden = {i for i, in self.conn.execute(f"SELECT id FROM docs WHERE path IN ({sql})", params)}
+            with self.conn:
+                self.conn.execute("CREATE TEMP TABLE IF NOT EXISTS hidden (id INTEGER PRIMARY KEY)")
+                self.conn.execute(f"INSERT OR IGNORE INTO temp.hidden SELECT id FROM docs WHERE path IN ({sql})", params)
+            self.hidden = {i for i, in self.conn.execute("SELECT id FROM temp.hidden")}
         return self.hidden
 
     @classmethod
@@ -240,26 +247,58 @@ class SQLiteStore:
 
         BM25 as FTS5 computes it (k1 1.2, b 0.75), heading weighted 2:1 over the body.
         """
-        hide, params = self.hiding("rowid")
-        rows = self.conn.execute(
-            f"SELECT -bm25(fts, 2.0, 1.0), rowid, heading || ' ' || body FROM fts WHERE fts MATCH ?{hide} "
-            "ORDER BY 1 DESC, rowid LIMIT ?", (match_query(groups), *params, -1 if limit is None or hide else limit)
-        ).fetchall()
-        return self.own_frequencies(rows, groups, limit) if hide and rows else rows
+        if self.groups is not None:
+            return self.own_frequencies(groups, limit)
+        return self.conn.execute(
+            "SELECT -bm25(fts, 2.0, 1.0), rowid, heading || ' ' || body FROM fts WHERE fts MATCH ? "
+            "ORDER BY 1 DESC, rowid LIMIT ?", (match_query(groups), -1 if limit is None else limit)).fetchall()
 
-    def own_frequencies(self, rows, groups, limit):
-        """The rows' BM25 with the reader's own N and document frequencies (rag/store/access.py rescored), so no
-        score or rank depends on what a hidden page contains; avgdl stays the whole index's."""
-        hide, params = self.hiding("rowid")
-        total, visible = self.conn.execute("SELECT COUNT(*) FROM fts").fetchone()[0], self.lexical_count()
-        parts, ratios = [], []
-        for phrase in [alt for group in groups for alt in group]:
-            query = match_query([[phrase]])
-            parts.append(dict((i, s) for s, i in self.conn.execute(
-                f"SELECT -bm25(fts, 2.0, 1.0), rowid FROM fts WHERE fts MATCH ?{hide}", (query, *params))))
-            whole = self.conn.execute("SELECT COUNT(*) FROM fts WHERE fts MATCH ?", (query,)).fetchone()[0]
-            ratios.append(access.idf(visible, len(parts[-1])) / access.idf(total, whole))
-        return access.rescored(rows, parts, ratios, limit)
+    def own_frequencies(self, groups, limit):
+        """lexical() for a restricted reader: BM25 with the reader's own N and document frequencies (avgdl stays
+        the whole index's), so no score or rank depends on what a hidden page contains.
+
+        The visible matches come in FTS5's order (its BM25 over the whole index, W), `fetch` at a time, and each
+        is rescored in Python (access.bm25) with the reader's IDF. Both sum the same per-phrase terms, so a chunk's
+        own score is at most `most` · W, most = the largest idf(reader) / idf(whole index) of the phrases: once
+        `limit` rescored chunks score above `most` · W of the last one fetched, no chunk further down can enter.
+        """
+        hide, _ = self.hiding("rowid")
+        fetch = limit and limit * FETCH_FACTOR
+
+        def candidates(n):  # the best n visible matches by W (n None: all)
+            return self.conn.execute(f"SELECT -bm25(fts, 2.0, 1.0), rowid, heading, body FROM fts WHERE fts MATCH ?"
+                                     f"{hide} ORDER BY 1 DESC, rowid LIMIT ?", (match_query(groups), n or -1)).fetchall()
+        found = candidates(fetch)
+        if not found:
+            return []
+        phrases = [alt for group in groups for alt in group]
+        counts = self.conn.execute("SELECT " + ", ".join(  # per phrase: matches in the whole index, visible ones
+            f"(SELECT COUNT(*) FROM fts WHERE fts MATCH ?), (SELECT COUNT(*) FROM fts WHERE fts MATCH ?{hide})"
+            for _ in phrases), [match_query([[p]]) for p in phrases for _ in (0, 1)]).fetchone()
+        rows, tokens = self.fts_totals()
+        visible = self.lexical_count()
+        idfs = [access.idf(visible, seen) for seen in counts[1::2]]
+        most = max(own / access.idf(rows, whole) for own, whole in zip(idfs, counts[0::2]))
+        while True:
+            scored = sorted(((access.bm25(h, b, phrases, idfs, tokens / rows), i, h + " " + b) for _, i, h, b in found),
+                            key=lambda row: (-row[0], row[1]))[:limit]
+            if not fetch or len(found) < fetch or scored[-1][0] > most * found[-1][0] * (1 + TOLERANCE):
+                return scored
+            fetch *= 4
+            found = candidates(fetch)
+
+    def fts_totals(self):
+        """(rows, tokens of all columns) of the full-text index: FTS5's averages record (fts_data id 1, varints),
+        from which FTS5 takes bm25's N and avgdl; committed rows only (a reader's view: this connection's own open
+        write transaction is not in it yet). Example: bytes 81 9c 20 02 05 (hex) -> (20000, 2 + 5)"""
+        row = self.conn.execute("SELECT block FROM fts_data WHERE id = 1").fetchone()
+        numbers, value = [], 0
+        for byte in row[0] if row else b"":
+            value = (value << 7) | (byte & 0x7F)
+            if byte < 0x80:
+                numbers.append(value)
+                value = 0
+        return (numbers[0], sum(numbers[1:])) if numbers else (0, 0)
 
     def matching(self, alternatives):
         """How many chunks the reader may see contain any of these (word, prefix) alternatives."""
@@ -274,40 +313,36 @@ class SQLiteStore:
         return row[0] if row else ""
 
     def lexical_count(self):
-        """Chunks in the full-text index the reader may see; with rights counted once per opened store."""
-        hide, params = self.hiding("rowid")
-        if not hide:
-            return self.conn.execute("SELECT COUNT(*) FROM fts").fetchone()[0]
-        if getattr(self, "visible_rows", None) is None:
-            self.visible_rows = self.conn.execute(f"SELECT COUNT(*) FROM fts WHERE 1{hide}", params).fetchone()[0]
-        return self.visible_rows
+        """Chunks in the full-text index the reader may see: FTS5's row count less the hidden chunks (every chunk
+        has its row in fts)."""
+        return self.fts_totals()[0] - len(self.hidden_ids())
 
     # -- reading: chunks and vectors
     def sources(self, doc_ids):
         """{doc_id: Row} for these chunks."""
         if not doc_ids:
             return {}
-        hide, params = self.hiding("path")
+        hide, params = self.hiding("id")
         rows = self.conn.execute(f"SELECT id, path, chunk_index, heading, content, flags FROM docs WHERE id IN "
                                  f"({','.join('?' * len(doc_ids))}){hide}", [*doc_ids, *params])
         return {r[0]: Row(r[0], r[1], r[2], r[3], r[4], json.loads(r[5])) for r in rows}
 
     def folders(self):
         """The index's top-level folders, sorted. Example: pages mail/a.md, mail/b/c.md, x.md -> ["mail/"]"""
-        hide, params = self.hiding("path")
+        hide, params = self.hiding("id")
         rows = self.conn.execute(f"SELECT DISTINCT substr(path, 1, instr(path, '/')) FROM docs WHERE "
                                  f"instr(path, '/') > 0{hide}", params)
         return sorted(row[0] for row in rows)
 
     def ids_below(self, prefix):
         """The doc ids of every chunk below a folder prefix ("mail/"), as a set."""
-        hide, params = self.hiding("path")
+        hide, params = self.hiding("id")
         rows = self.conn.execute(f"SELECT id FROM docs WHERE substr(path, 1, ?) = ?{hide}", (len(prefix), prefix, *params))
         return {row[0] for row in rows}
 
     def section(self, path, heading):
         """[(chunk_index, content)] of one page's chunks under one heading path, in order."""
-        hide, params = self.hiding("path")
+        hide, params = self.hiding("id")
         return self.conn.execute(f"SELECT chunk_index, content FROM docs WHERE path = ? AND heading = ?{hide} "
                                  "ORDER BY chunk_index", (path, heading, *params)).fetchall()
 
