@@ -55,13 +55,11 @@ def join(index, sources, max_chars=search.SECTION_MAX):
     index, out, shown = store.as_store(index), [], {}  # shown: path -> chunk indexes printed by an earlier source
     for source in sources:
         own = set(source.chunks or (source.chunk_index,))
-        if not context.shaped(source.content):
-            rows = below(index, source)
-            text = joined(source, rows) if rows else ""
-            if (any(context.shaped(c) for _, _, c in rows) and len(text) <= max_chars
-                    and not {i for i, _, _ in rows} & shown.get(source.path, set())):
-                source = dataclasses.replace(source, content=text,
-                                             chunks=tuple(sorted(own | {i for i, _, _ in rows})))
+        rows = [] if context.shaped(source.content) else below(index, source)
+        if any(context.shaped(c) for _, _, c in rows) and not {i for i, _, _ in rows} & shown.get(source.path, set()):
+            text = joined(source, rows)
+            if len(text) <= max_chars:
+                source = dataclasses.replace(source, content=text, chunks=tuple(sorted(own | {i for i, _, _ in rows})))
         shown.setdefault(source.path, set()).update(source.chunks or (source.chunk_index,))
         out.append(source)
     return out

@@ -286,10 +286,10 @@ class PostgresStore:
         rows, tokens = int(meta.get("lexical_rows", 0)), int(meta.get("lexical_tokens", 0))
         if not rows:
             return []
-        counts = self.conn.execute(  # the reader's own N and document frequencies (access.idf); avgdl stays the index's
-            "SELECT (SELECT count(*) FROM docs WHERE tsv @@ q::tsquery AND path NOT IN (SELECT unnest(%s::text[]))) "
-            "FROM unnest(%s::text[]) WITH ORDINALITY AS x(q, n) ORDER BY n",
-            (self.hidden, [tsquery([[alt]]) for alt in phrases])).fetchall()
+        hide, params = self.hiding()  # the reader's own N and document frequencies (access.idf); avgdl: the index's
+        counts = self.conn.execute(f"SELECT (SELECT count(*) FROM docs WHERE tsv @@ q::tsquery{hide}) FROM "
+                                   "unnest(%s::text[]) WITH ORDINALITY AS x(q, n) ORDER BY n",
+                                   (*params, [tsquery([[alt]]) for alt in phrases])).fetchall()
         total = self.lexical_count() if self.hidden else rows
         idf = [access.idf(total, n) for n, in counts]
         return [tuple(r) for r in self.conn.execute(BM25_SQL, {

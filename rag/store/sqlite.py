@@ -276,7 +276,7 @@ class SQLiteStore:
             f"(SELECT COUNT(*) FROM fts WHERE fts MATCH ?), (SELECT COUNT(*) FROM fts WHERE fts MATCH ?{hide})"
             for _ in phrases), [match_query([[p]]) for p in phrases for _ in (0, 1)]).fetchone()
         rows, tokens = self.fts_totals()
-        visible = self.lexical_count()
+        visible = rows - len(self.hidden_ids())  # lexical_count(), without reading the record again
         idfs = [access.idf(visible, seen) for seen in counts[1::2]]
         most = max(own / access.idf(rows, whole) for own, whole in zip(idfs, counts[0::2]))
         while True:
