@@ -54,6 +54,14 @@ def test_stems_meet(a, b):
     assert german.stem(a) == german.stem(b)
 
 
+@pytest.mark.parametrize("question_word, page_word", [("groß", "Größe"), ("Größe", "groß"), ("Vertrag", "Verträge"),
+                                                      ("Verträge", "Vertrag"), ("Postfach", "Postfächer")])
+def test_an_inflecting_umlaut_meets_its_base_form(question_word, page_word):
+    term, = german.query_terms(question_word, VOCAB)
+    assert term.found_in(set(german.index_text(page_word, VOCAB).split()))
+    assert not set(term.exact).isdisjoint(german.index_text(page_word, VOCAB).split())  # the strict stage too
+
+
 def test_separable_verb_meets_its_infinitive():
     assert "lege" in german.expand("anlegen", set())
 

@@ -8,8 +8,9 @@ Steps: NFC, lowercase, ä/ö/ü → ae/oe/ue and ß → ss (SQLite's remove_diac
 so folding happens here); for words that had an umlaut, the plain-vowel spelling ("kundigung")
 is added too; compounds are split against a vocabulary (words of the wiki itself plus a small
 built-in list) with German linking elements, the whole word kept; a coarse suffix stem is added
-for every word and part ("ersatzteilen", "ersatzteile" → "ersatzteil"). Stopwords are dropped
-from queries only.
+for every word and part ("ersatzteilen", "ersatzteile" → "ersatzteil"), and for a word with an
+umlaut the stem of its plain spelling too, so an umlaut that inflects meets its base form ("Größe" →
+"gross" as "groß", "Verträge" → "vertrag"). Stopwords are dropped from queries only.
 
 Does not handle: real morphology (no lemmatiser), English stemming, split verbs ("legt … an").
 """
@@ -182,10 +183,13 @@ def index_text(text, vocab):
     """
     out = []
     for raw, folded in index_words(text):
-        out += expand(folded, vocab)
+        tokens = expand(folded, vocab)
         plain = plain_variant(raw)
         if plain:
-            out.append(plain)
+            tokens.append(plain)
+            if stem(plain) not in tokens:  # the umlaut-free stem: "Verträge" -> "vertrag" meets "Vertrag"
+                tokens.append(stem(plain))
+        out += tokens
     return " ".join(out)
 
 
@@ -224,11 +228,13 @@ def query_terms(question, vocab):
                       ("kuendigungsfrist", "kuendigung", "frist"), prefix="kuendi")]
     """
     terms, seen = [], set()
-    for word in words(question):
+    for raw, word in index_words(question):
         if word in STOPWORDS or word in seen:
             continue
         seen.add(word)
-        exact = tuple(dict.fromkeys([word, stem(word)]))
+        plain = plain_variant(raw)
+        umlaut_free = [stem(plain)] if plain and stem(plain) != plain else []  # "Größe" -> "gross", as "groß"
+        exact = tuple(dict.fromkeys([word, stem(word)] + umlaut_free))
         loose = tuple(expand(word, vocab))
         prefix = word[:TRUNCATE] if len(word) > TRUNCATE and word.isalpha() else None
         terms.append(Term(word, exact, tuple(dict.fromkeys(exact + loose)), prefix))
