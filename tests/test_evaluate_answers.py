@@ -1,6 +1,7 @@
 """evaluate.py's answer scoring (--answers --rescore): how-to steps, supported citations, refusals by whom."""
 import json
 
+import pytest
 from conftest import run_script
 
 ROWS = [
@@ -49,3 +50,22 @@ def test_the_calibration_line_names_the_speed_or_says_the_server_cannot_tell():
     assert speed_line({"prompt_n": 250, "prompt_ms": 1470.6, "tokens_per_s": 170.0}).endswith(
         ": 170.0 Tokens/s (250 Tokens ohne Prompt-Cache in 1471 ms)")
     assert speed_line(None).endswith("– (der Server meldet keine timings)")
+
+
+def test_answerable_takes_several_sets_each_with_its_index():
+    from types import SimpleNamespace
+    from eval.measure import answerable as measure
+    args = SimpleNamespace(answer_questions="a.jsonl,b.jsonl", db="a.db,b.db")
+    assert measure.sets_and_indexes(args, True) == [("a.jsonl", "a.db"), ("b.jsonl", "b.db")]
+    assert measure.sets_and_indexes(SimpleNamespace(answer_questions="a.jsonl", db="x.db"), False) == [("a.jsonl", None)]
+    with pytest.raises(SystemExit, match="je einen Index"):
+        measure.sets_and_indexes(SimpleNamespace(answer_questions="a.jsonl,b.jsonl", db="a.db"), True)
+
+
+def test_answerable_threshold_is_fit_only_on_the_questions_it_decides():
+    from eval.measure import answerable as measure
+    rows = [{"asked": "howto", "in_wiki": True, "floor": False, "p_yes": 0.2},  # judged on its section instead
+            {"asked": "fact", "in_wiki": True, "floor": False, "p_yes": 0.8},
+            {"asked": "fact", "in_wiki": False, "floor": False, "p_yes": 0.3}]
+    assert measure.tune_threshold(measure.decided(rows, True)) == 0.3001  # refuses the out-of-wiki one, no other
+    assert measure.tune_threshold(measure.decided(rows, False)) is None  # the how-to line would be refused too

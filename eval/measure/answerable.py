@@ -3,6 +3,11 @@ question, its AUC and the refusals per threshold: evaluate.py --answerable [--tu
 
     auc([0.9, 0.8], [0.1, 0.85]) -> 0.75
 
+Several sets at once, each with its index (--answer-questions a.jsonl,b.jsonl --db a.db,b.db): one table per
+set and one over all; --tune fits the threshold on all of them together. Only the questions this threshold
+decides count for --tune and the tables: those asked as fact questions (rag/answer/context.py kind); a how-to
+question is judged on its section (rag/answer/judge.py, evaluate.py --judge) when that threshold is measured.
+
 Does not handle: the answers themselves (evaluate.py --answers measures those).
 """
 import json
@@ -44,57 +49,95 @@ def tune_threshold(rows):
     return best[2]
 
 
-def run_answerable(args, db_given):
-    """evaluate.py --answerable: the answerability check alone (no answers), per question, and its threshold."""
+def sets_and_indexes(args, db_given):
+    """[(answer set, index or None)]: one set, or comma lists with one index each (None: build one from --wiki)."""
+    questions = args.answer_questions.split(",")
+    if len(questions) == 1:
+        return [(questions[0], args.db if db_given else None)]
+    dbs = args.db.split(",") if db_given else []
+    if len(dbs) != len(questions):
+        raise SystemExit("Fehler: mehrere Antwort-Dateien brauchen je einen Index: "
+                         "--answer-questions a.jsonl,b.jsonl --db a.db,b.db")
+    return list(zip(questions, dbs))
+
+
+def decided(rows, section_judged):
+    """The rows this threshold decides: all, or without the how-to questions when their section is judged.
+
+    Example: decided([{"asked": "howto"}, {"asked": "fact"}], True) -> [{"asked": "fact"}]
+    """
+    return [r for r in rows if not (section_judged and r["asked"] == "howto")]
+
+
+def collect(path, db, url, args):
+    """One row per question of one set: floor, P(ja) over the prompt's sources, how it is asked."""
     from rag import core
-    from rag.answer import answerable
-    from rag.answer import context
-    items = load_answer_items(args.answer_questions)
-    with tempfile.TemporaryDirectory(prefix="rag-answerable-") as tmp:
-        db = args.db if db_given else fresh_index(tmp, args)
-        server = None if args.server else start_answer_server(args, tmp)
-        url = args.server or server.url
-        settings = core.Settings(db=db, model=args.model, embedding_bin=args.embedding_bin, server=url, audit="")
-        rows = []
-        try:
-            model = (args.llm_model_name or llm_info(url)["model"])
-            for n, item in enumerate(items, start=1):
-                kind = context.kind(item["question"])
-                retrieval, question, *_ = core.retrieve(item["question"], settings, {}, kind)
-                p = None
-                if retrieval.sources:  # also where the floor refuses: --tune weighs the floor against the check
-                    prefix, _, _ = core.prompt_for(question, retrieval, settings, kind, chat=True)
-                    p = answerable.p_yes(url, prefix)
-                rows.append({"question": item["question"], "in_wiki": bool(item["facts"]), "kind": item.get("kind"),
-                             "floor": retrieval.weak or not retrieval.sources, "p_yes": p,
-                             "best_cosine": retrieval.best_cosine, "coverage": retrieval.coverage})
-                print(f"[{n}/{len(items)}] {'Schwelle, ' if rows[-1]['floor'] else ''}P(ja) "
-                      f"{'–' if p is None else f'{p:.3f}'}  "
-                      f"{'im Wiki' if item['facts'] else 'nicht im Wiki'}: {item['question']}", file=sys.stderr, flush=True)
-        finally:
-            if server:
-                server.stop()
-    checked = [r for r in rows if r["p_yes"] is not None]
-    area = auc([r["p_yes"] for r in checked if r["in_wiki"]], [r["p_yes"] for r in checked if not r["in_wiki"]])
-    limit = tune_threshold(rows) if args.tune else (answerable.threshold(model) if args.answer_threshold is None
-                                                   else args.answer_threshold)
-    print(f"Antwortmodell {model}; {sum(r['in_wiki'] for r in rows)} Fragen mit Antwort, "
-          f"{sum(not r['in_wiki'] for r in rows)} ohne ({args.answer_questions})")
-    print(f"AUC von P(ja) (alle Fragen mit Quellen): {area:.3f}" if area is not None else "AUC: –")
+    from rag.answer import answerable, context
+    settings = core.Settings(db=db, model=args.model, embedding_bin=args.embedding_bin, server=url, audit="")
+    items, rows = load_answer_items(path), []
+    for n, item in enumerate(items, start=1):
+        kind = context.kind(item["question"])
+        retrieval, question, *_ = core.retrieve(item["question"], settings, {}, kind)
+        p = None
+        if retrieval.sources:  # also where the floor refuses: --tune weighs the floor against the check
+            prefix, _, _ = core.prompt_for(question, retrieval, settings, kind, chat=True)
+            p = answerable.p_yes(url, prefix)
+        rows.append({"set": path, "question": item["question"], "in_wiki": bool(item["facts"]),
+                     "kind": item.get("kind"), "asked": kind, "floor": retrieval.weak or not retrieval.sources,
+                     "p_yes": p, "best_cosine": retrieval.best_cosine, "coverage": retrieval.coverage})
+        print(f"[{n}/{len(items)}] {'Schwelle, ' if rows[-1]['floor'] else ''}P(ja) "
+              f"{'–' if p is None else f'{p:.3f}'}  "
+              f"{'im Wiki' if item['facts'] else 'nicht im Wiki'}: {item['question']}", file=sys.stderr, flush=True)
+    return rows
+
+
+def print_table(rows, limit):
     print("| Schwelle P(ja) | ohne Antwort abgelehnt | mit Antwort fälschlich abgelehnt |")
     print("|---:|---:|---:|")
     for shown in sorted({None, 0.1, 0.2, 0.3, 0.5, 0.7, limit} - {None}) + [None]:
         out, wrong = refusal_rates(rows, shown)
         print(f"| {'nur Relevanzschwelle' if shown is None else shown} | {out:.0%} | {wrong:.0%} |"
               + ("  ← gewählt" if shown == limit and shown is not None else ""))
+
+
+def run_answerable(args, db_given):
+    """evaluate.py --answerable: the answerability check alone (no answers), per question, and its threshold."""
+    from rag.answer import answerable
+    pairs = sets_and_indexes(args, db_given)
+    with tempfile.TemporaryDirectory(prefix="rag-answerable-") as tmp:
+        server = None if args.server else start_answer_server(args, tmp)
+        url = args.server or server.url
+        try:
+            model = (args.llm_model_name or llm_info(url)["model"])
+            every = [r for path, db in pairs for r in collect(path, db or fresh_index(tmp, args), url, args)]
+        finally:
+            if server:
+                server.stop()
+    section_judged = answerable.section_threshold(model) is not None
+    rows = decided(every, section_judged)
+    checked = [r for r in rows if r["p_yes"] is not None]
+    area = auc([r["p_yes"] for r in checked if r["in_wiki"]], [r["p_yes"] for r in checked if not r["in_wiki"]])
+    limit = tune_threshold(rows) if args.tune else (answerable.threshold(model) if args.answer_threshold is None
+                                                   else args.answer_threshold)
+    print(f"Antwortmodell {model}; {sum(r['in_wiki'] for r in rows)} Fragen mit Antwort, "
+          f"{sum(not r['in_wiki'] for r in rows)} ohne ({args.answer_questions})"
+          + (f"; nur die als Faktenfrage gestellten, {len(every) - len(rows)} How-to-Fragen prüft "
+             f"rag/answer/judge.py am Abschnitt" if section_judged else ""))
+    print(f"AUC von P(ja) (alle Fragen mit Quellen): {area:.3f}" if area is not None else "AUC: –")
+    if len(pairs) > 1:
+        for path, _ in pairs:
+            print(f"\n{path}:")
+            print_table([r for r in rows if r["set"] == path], limit)
+        print("\nalle zusammen:")
+    print_table(rows, limit)
     if args.tune and args.store and limit is not None:
         out, wrong = refusal_rates(rows, limit)
-        stored = answerable.store(model, {"threshold": limit, "set": args.answer_questions, "auc": round(area, 3),
+        stored = answerable.store(model, {"threshold": limit, "set": ", ".join(p for p, _ in pairs), "auc": round(area, 3),
                                  "refused_out": round(out, 3), "refused_in": round(wrong, 3),
                                  "command": "python3 evaluate.py --answerable --tune --store"})
         print(f"Gespeichert in {stored}: {model} → Schwelle {limit}")
     out_path = "answerable-run.jsonl" if args.out == ANSWER_OUT else args.out
     with open(out_path, "w", encoding="utf-8") as f:
-        f.writelines(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
+        f.writelines(json.dumps(r, ensure_ascii=False) + "\n" for r in every)
     print(f"(jede Frage in {out_path})")
 
