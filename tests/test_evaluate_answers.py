@@ -69,3 +69,16 @@ def test_answerable_threshold_is_fit_only_on_the_questions_it_decides():
             {"asked": "fact", "in_wiki": False, "floor": False, "p_yes": 0.3}]
     assert measure.tune_threshold(measure.decided(rows, True)) == 0.3001  # refuses the out-of-wiki one, no other
     assert measure.tune_threshold(measure.decided(rows, False)) is None  # the how-to line would be refused too
+
+
+def test_answerable_threshold_wants_more_right_decisions_not_fewer_refusals():
+    from eval.measure import answerable as measure
+
+    def rows(inside, outside):
+        return [{"asked": "fact", "in_wiki": True, "floor": False, "p_yes": p} for p in inside] + \
+               [{"asked": "fact", "in_wiki": False, "floor": False, "p_yes": p} for p in outside]
+    inside = [0.9] * 18 + [0.55, 0.5]
+    # 0.5201 refuses one more out-of-wiki question for one answerable: no gain, so the lower 0.3001 stays
+    # (the old rule, most out-of-wiki refused at <= 5 % wrong, took 0.5201)
+    assert measure.tune_threshold(rows(inside, [0.52, 0.3])) == 0.3001
+    assert measure.tune_threshold(rows(inside, [0.52, 0.51, 0.3])) == 0.5201  # two for one: a gain

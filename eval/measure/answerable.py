@@ -15,7 +15,8 @@ import sys
 import tempfile
 
 from eval.measure.answers import ANSWER_OUT, load_answer_items
-from eval.measure.common import MAX_WRONG_REFUSALS, fresh_index, llm_info, start_answer_server
+from eval.measure.common import fresh_index, llm_info, start_answer_server
+from eval.measure.judge import MAX_WRONG
 
 
 def auc(inside, outside):
@@ -37,15 +38,23 @@ def refusal_rates(rows, limit):
 
 
 def tune_threshold(rows):
-    """The threshold that refuses the most out-of-wiki questions while refusing at most MAX_WRONG_REFUSALS
-    of the in-wiki ones (floor included), the lowest such one; None when the check adds nothing."""
-    candidates = sorted({round(r["p_yes"], 4) for r in rows if r["p_yes"] is not None})
-    best = (refusal_rates(rows, None)[0], 0, None)
-    for limit in candidates:
-        limit = round(limit + 1e-4, 4)  # refuse below: a question at exactly this p stays answered
+    """The threshold with the most right decisions (out-of-wiki refused + in-wiki answered), refusing at most
+    MAX_WRONG of the in-wiki ones (floor included), the lowest on a tie; None when no threshold beats the floor
+    alone. The same rule as the section check's (eval/measure/judge.py fit): a threshold that answers more in-wiki
+    questions only by letting as many out-of-wiki ones through gains nothing."""
+    inside = sum(1 for r in rows if r["in_wiki"])
+    outside = len(rows) - inside
+
+    def right(limit):
         out, wrong = refusal_rates(rows, limit)
-        if wrong <= MAX_WRONG_REFUSALS and (out, -limit) > best[:2]:
-            best = (out, -limit, limit)
+        return round(out * outside) + inside - round(wrong * inside), wrong
+
+    best = (right(None)[0], 0, None)
+    for limit in sorted({round(r["p_yes"], 4) for r in rows if r["p_yes"] is not None}):
+        limit = round(limit + 1e-4, 4)  # refuse below: a question at exactly this p stays answered
+        score, wrong = right(limit)
+        if wrong <= MAX_WRONG and (score, -limit) > best[:2]:
+            best = (score, -limit, limit)
     return best[2]
 
 
