@@ -82,3 +82,20 @@ def test_answerable_threshold_wants_more_right_decisions_not_fewer_refusals():
     # (the old rule, most out-of-wiki refused at <= 5 % wrong, took 0.5201)
     assert measure.tune_threshold(rows(inside, [0.52, 0.3])) == 0.3001
     assert measure.tune_threshold(rows(inside, [0.52, 0.51, 0.3])) == 0.5201  # two for one: a gain
+
+
+def test_answerable_store_keeps_the_models_other_measurements(tmp_path, monkeypatch):
+    from types import SimpleNamespace
+    from eval.measure import answerable as measure
+    from rag.answer import answerable
+    model = "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
+    monkeypatch.setenv("RAG_CACHE", str(tmp_path))
+    rows = [{"set": "a.jsonl", "asked": "fact", "in_wiki": True, "floor": False, "p_yes": 0.9},
+            {"set": "a.jsonl", "asked": "fact", "in_wiki": False, "floor": False, "p_yes": 0.3}]
+    monkeypatch.setattr(measure, "collect", lambda path, db, url, args: rows)
+    monkeypatch.setattr(measure, "llm_info", lambda url: {"model": model})
+    args = SimpleNamespace(answer_questions="a.jsonl", db="a.db", server="http://127.0.0.1:9", tune=True, store=True,
+                           answer_threshold=None, llm_model_name=None, out=str(tmp_path / "rows.jsonl"))
+    measure.run_answerable(args, True)
+    assert answerable.threshold(model) == 0.3001  # the new measurement, from the cache …
+    assert answerable.section_threshold(model) == 0.55  # … and the section check's threshold still there

@@ -141,9 +141,11 @@ def run_answerable(args, db_given):
     print_table(rows, limit)
     if args.tune and args.store and limit is not None:
         out, wrong = refusal_rates(rows, limit)
-        stored = answerable.store(model, {"threshold": limit, "set": ", ".join(p for p, _ in pairs), "auc": round(area, 3),
-                                 "refused_out": round(out, 3), "refused_in": round(wrong, 3),
-                                 "command": "python3 evaluate.py --answerable --tune --store"})
+        entry = {**answerable.measured().get(model, {}),  # the model's other measurements (section_threshold) stay
+                 "threshold": limit, "set": ", ".join(p for p, _ in pairs), "auc": round(area, 3),
+                 "refused_out": round(out, 3), "refused_in": round(wrong, 3),
+                 "command": "python3 evaluate.py --answerable --tune --store"}
+        stored = answerable.store(model, entry)
         print(f"Gespeichert in {stored}: {model} → Schwelle {limit}")
     out_path = "answerable-run.jsonl" if args.out == ANSWER_OUT else args.out
     with open(out_path, "w", encoding="utf-8") as f:
