@@ -80,7 +80,8 @@ def source(path, heading, content):
 
 
 def test_select_keeps_the_procedure_and_the_best_sentence_of_the_others():
-    sources = [source("a.md", "Mailbox", "Die Mailbox ist wichtig. Das Wetter ist schön. Kantine ab 12 Uhr."),
+    filler = " ".join(f"Das Wetter ist am Tag {n} schön." for n in range(120))  # longer than BUDGET
+    sources = [source("a.md", "Mailbox", f"Die Mailbox ist wichtig. {filler} Kantine ab 12 Uhr."),
                source("a.md", "Mailbox › Anlegen", STEPS)]
     vocab = german.learn_vocabulary(s.content for s in sources)
     question = "Wie lege ich eine Mailbox an?"
@@ -90,6 +91,18 @@ def test_select_keeps_the_procedure_and_the_best_sentence_of_the_others():
     assert texts[0] == "Die Mailbox ist wichtig."  # the one unit that shares a word with the question
     facts, none = context.select("Wie groß ist die Mailbox?", sources, terms, [1.0] * len(terms), vocab, "fact")
     assert none is None and "Wetter" not in facts[0]
+
+
+def test_a_source_that_fits_its_share_is_shown_whole():
+    # the table row names none of the question's words ("normale" = "Standard"), but there is room for it
+    quota = ("Der Höchstwert von 10 GB für persönliche Mailboxen braucht eine Freigabe.\n\n"
+             "| Benutzergruppe | Quota |\n|---|---|\n| Mitarbeitende (Standard) | 2 GB |")
+    sources = [source("q.md", "Quota › Standard-Quota nach Benutzergruppe", quota)]
+    vocab = german.learn_vocabulary([quota])
+    question = "Wie viel Speicherplatz hat eine normale Mailbox?"
+    terms = german.query_terms(question, vocab)
+    texts, _ = context.select(question, sources, terms, [1.0] * len(terms), vocab, "fact")
+    assert "Mitarbeitende (Standard) | 2 GB" in texts[0]
 
 
 def test_a_fact_answer_reads_the_best_source_and_the_one_whose_sentence_holds_the_question_s_words():
@@ -103,7 +116,7 @@ def test_a_fact_answer_reads_the_best_source_and_the_one_whose_sentence_holds_th
     assert context.fact_reads(sources, terms, [1.0] * len(terms), vocab, 2) == [0, 2]  # not [0, 1]: rank alone
     texts, none = context.select(question, sources, terms, [1.0] * len(terms), vocab, "fact", read=2)
     assert none is None and texts[1] is None and texts[3] is None and "0421 555 3090" in texts[2]
-    assert "Wetter" not in texts[2]
+    assert texts[2] == sources[2].content  # it fits its share: whole
     assert context.select(question, sources, terms, [1.0] * len(terms), vocab, "fact", read=4)[0][1] is not None
     assert context.fact_reads(sources[:2], terms, [1.0] * len(terms), vocab, 2) == [0, 1]
 

@@ -13,8 +13,10 @@ Why: four chunks of 1,200 characters each are ~950 prompt tokens, 6.6 s before t
   - for a how-to question, the best procedure (a chunk with a numbered list or a code block, ranked
     by how much of the question it covers, then by its rank) stays whole, as the wiki gives it, but a
     numbered list shows only its steps, each cut to its first sentence (steps());
-  - otherwise every source keeps its units that cover the question best, at least its best one,
-    in their order in the chunk, until the source's share of BUDGET is used.
+  - otherwise a source that fits its share of BUDGET is shown whole; a longer one keeps its units that
+    cover the question best, at least its best one, in their order in the chunk, until its share is used.
+    (Whole when it fits: a table row that names none of the question's words was dropped although there was
+    room, and "Wie viel Speicherplatz hat eine normale Mailbox?" lost the row "Mitarbeitende (Standard) | 2 GB".)
 (By default the model does not write a how-to answer at all: rag/answer/choose.py picks the section that
 rag/answer/prompt.py steps_answer() shows verbatim; best_section() is the choice it replaced, measured against it by
 `evaluate.py --sections`; best_procedure() serves --steps model and the check's prompt.)
@@ -194,9 +196,10 @@ def best_section(sources):
 
 
 def shorten(source, terms, weights, vocab, budget):
-    """The source's best units in chunk order, at least one, within `budget` characters (whole units)."""
+    """The whole source when it fits `budget` characters, else its best units in chunk order, at least one, within
+    `budget` (whole units)."""
     parts = units(source.content)
-    if not parts:
+    if not parts or len(source.content) <= budget:
         return source.content
     scored = [(unit_score(u.text, terms, weights, vocab), i) for i, u in enumerate(parts)]
     top = max(s for s, _ in scored)
