@@ -98,7 +98,8 @@ def add_answer_flags(parser):
                         help="mit --answers/--answerable: Ordner, über den der frische Index gebaut wird "
                              "(Standard: wiki; z. B. ../shared/corpora/iobroker-de)")
     parser.add_argument("--answer-questions", default=ANSWER_QUESTIONS,
-                        help=f"mit --answers: Fragen mit Schlüsselfakten (Standard: {ANSWER_QUESTIONS})")
+                        help=f"mit --answers: Fragen mit Schlüsselfakten (Standard: {ANSWER_QUESTIONS}); mit "
+                             f"--answerable auch mehrere, durch Kommas getrennt, mit je einem Index in --db")
     parser.add_argument("--limit", type=int, help="mit --answers/--injections: nur N Fragen, gleichmäßig verteilt")
     parser.add_argument("--out", help=f"mit --answers/--injections: jede Antwort als JSON Lines (Standard: "
                                       f"{ANSWER_OUT} bzw. {INJECTION_OUT})")
