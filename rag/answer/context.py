@@ -199,8 +199,8 @@ def shorten(source, terms, weights, vocab, budget):
     """The whole source when it fits `budget` characters, else its best units in chunk order, at least one, within
     `budget` (whole units)."""
     parts = units(source.content)
-    if not parts or len(source.content) <= budget:
-        return source.content
+    if not parts or len(source.content) <= budget and not any(pointers.is_pointer(u.text) for u in parts):
+        return source.content  # whole, unless a pointer would be shown for its words (unit_score)
     scored = [(unit_score(u.text, terms, weights, vocab), i) for i, u in enumerate(parts)]
     top = max(s for s, _ in scored)
     ranked = sorted(scored, key=lambda t: (-t[0], t[1]))  # best first, ties by position
