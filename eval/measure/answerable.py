@@ -15,7 +15,7 @@ import sys
 import tempfile
 
 from eval.measure.answers import ANSWER_OUT, load_answer_items
-from eval.measure.common import fresh_index, llm_info, start_answer_server
+from eval.measure.common import fresh_index, llm_info, paired, start_answer_server
 from eval.measure.judge import MAX_WRONG
 
 
@@ -28,13 +28,20 @@ def auc(inside, outside):
     return sum(pairs) / len(pairs) if pairs else None
 
 
-def refusal_rates(rows, limit):
-    """(share of out-of-wiki refused, share of in-wiki refused) with the floor and the check at `limit`."""
+def refusals(rows, limit):
+    """(out-of-wiki refused, in-wiki refused, out-of-wiki questions, in-wiki questions), counted, with the floor and
+    the check at `limit`."""
     def refused(r):
         return r["floor"] or (r["p_yes"] is not None and limit is not None and r["p_yes"] < limit)
     inside = [r for r in rows if r["in_wiki"]]
     outside = [r for r in rows if not r["in_wiki"]]
-    return (sum(map(refused, outside)) / (len(outside) or 1), sum(map(refused, inside)) / (len(inside) or 1))
+    return sum(map(refused, outside)), sum(map(refused, inside)), len(outside), len(inside)
+
+
+def refusal_rates(rows, limit):
+    """(share of out-of-wiki refused, share of in-wiki refused) with the floor and the check at `limit`."""
+    out, wrong, n_out, n_in = refusals(rows, limit)
+    return out / (n_out or 1), wrong / (n_in or 1)
 
 
 def tune_threshold(rows):
@@ -42,32 +49,25 @@ def tune_threshold(rows):
     MAX_WRONG of the in-wiki ones (floor included), the lowest on a tie; None when no threshold beats the floor
     alone. The same rule as the section check's (eval/measure/judge.py fit): a threshold that answers more in-wiki
     questions only by letting as many out-of-wiki ones through gains nothing."""
-    inside = sum(1 for r in rows if r["in_wiki"])
-    outside = len(rows) - inside
-
     def right(limit):
-        out, wrong = refusal_rates(rows, limit)
-        return round(out * outside) + inside - round(wrong * inside), wrong
+        out, wrong, _, n_in = refusals(rows, limit)
+        return out + n_in - wrong, wrong <= MAX_WRONG * n_in
 
     best = (right(None)[0], 0, None)
     for limit in sorted({round(r["p_yes"], 4) for r in rows if r["p_yes"] is not None}):
         limit = round(limit + 1e-4, 4)  # refuse below: a question at exactly this p stays answered
-        score, wrong = right(limit)
-        if wrong <= MAX_WRONG and (score, -limit) > best[:2]:
+        score, allowed = right(limit)
+        if allowed and (score, -limit) > best[:2]:
             best = (score, -limit, limit)
     return best[2]
 
 
 def sets_and_indexes(args, db_given):
     """[(answer set, index or None)]: one set, or comma lists with one index each (None: build one from --wiki)."""
-    questions = args.answer_questions.split(",")
-    if len(questions) == 1:
-        return [(questions[0], args.db if db_given else None)]
-    dbs = args.db.split(",") if db_given else []
-    if len(dbs) != len(questions):
-        raise SystemExit("Fehler: mehrere Antwort-Dateien brauchen je einen Index: "
-                         "--answer-questions a.jsonl,b.jsonl --db a.db,b.db")
-    return list(zip(questions, dbs))
+    if "," not in args.answer_questions:
+        return [(args.answer_questions, args.db if db_given else None)]
+    return paired(args.answer_questions, args.db if db_given else "",
+                  "mehrere Antwort-Dateien brauchen je einen Index: --answer-questions a.jsonl,b.jsonl --db a.db,b.db")
 
 
 def decided(rows, section_judged):

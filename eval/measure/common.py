@@ -152,3 +152,14 @@ def answer_server(args, tmp, label="answers"):
     finally:
         if server:
             server.stop()
+
+
+def paired(questions, dbs, usage):
+    """[(set, index)] from comma lists, one index per set; usage: the flags as the error message shows them.
+
+    Example: paired("a.jsonl,b.jsonl", "a.db,b.db", "…") -> [("a.jsonl", "a.db"), ("b.jsonl", "b.db")]
+    """
+    questions, dbs = questions.split(","), dbs.split(",") if dbs else []
+    if len(questions) != len(dbs):
+        raise SystemExit(f"Fehler: {usage}")
+    return list(zip(questions, dbs))

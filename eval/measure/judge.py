@@ -22,7 +22,7 @@ from rag import core
 from rag.answer import answerable, choose, context, judge
 
 from eval.measure import retrieval
-from eval.measure.common import answer_server, read_jsonl
+from eval.measure.common import answer_server, paired, read_jsonl
 
 JUDGED = 3  # finalists judged per question in the measurement (the strategies use the first 1, 2 or 3)
 MAX_WRONG = 0.10  # --tune: at most this share of answerable how-to lines refused, over all sets together
@@ -119,11 +119,9 @@ def run_judge(args):
     if args.rescore:
         rows = [json.loads(x) for x in open(args.rescore, encoding="utf-8") if x.strip()]
     else:
-        questions, dbs = args.questions.split(","), args.db.split(",")
-        if len(questions) != len(dbs):
-            raise SystemExit("Fehler: --judge braucht je Antwort-Datei einen Index: --questions a,b --db a.db,b.db")
+        pairs = paired(args.questions, args.db, "--judge braucht je Antwort-Datei einen Index: --questions a,b --db a.db,b.db")
         with tempfile.TemporaryDirectory(prefix="rag-judge-") as tmp, answer_server(args, tmp, "judge") as url:
-            rows = [r for q, db in zip(questions, dbs) for r in collect(q, db, url, args)]
+            rows = [r for q, db in pairs for r in collect(q, db, url, args)]
         out = args.out or "judge-run.jsonl"
         with open(out, "w", encoding="utf-8") as f:
             f.writelines(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
