@@ -102,6 +102,10 @@ def print_explain(result, out):
         print(f'Präfix:    "{result.query_prefix}" (vor der Frage, nur fürs Embedding)', file=out)
     for kept in result.pii_kept:  # business contacts and RAG_PII_KEEP values (rag/privacy/mask.py)
         print(privacy.describe_kept(kept), file=out)
+    for n, source in enumerate(result.sources, start=1):  # questions of build_index.py --questions
+        question = result.found_by.get(source.doc_id)
+        if question:
+            print(f"Quelle [{n}] gefunden über die Frage: „{question}“", file=out)
     print_choice(result, out)
 
 
