@@ -32,6 +32,7 @@ import math
 import operator
 from dataclasses import dataclass, field
 
+from rag.search import finalists
 from rag.search.lexical import chunk_tokens, covered, lexical_ranking, store_size
 from rag.store import sqlite as store
 from rag.text import german
@@ -227,6 +228,9 @@ def retrieve_fused(index, queries, weights, top_k=4, max_per_file=MAX_PER_FILE, 
             chunks[doc_id].ranks["chosen"] = rank
         ordered = sorted(chunks.values(), key=lambda s: (-s.score, s.path, s.chunk_index))
     result = found[0]
+    if result.mode == "hybrid":  # the second stage over the fused list (rag/search/finalists.py)
+        qvec = normalise(queries[0][1]) if queries[0][1] is not None else None
+        ordered = finalists.rerank(index, ordered, qvec, result.terms, result.weights, result.vocab)
     result.sources = cap_per_file(ordered, top_k, max_per_file, comparable)
     if queries[0][1] is not None:  # cosine to the question for every final source
         fill_cosines(index, result.sources, normalise(queries[0][1]))
@@ -389,6 +393,8 @@ def retrieve(index, question, qvec, mode="hybrid", top_k=4, max_per_file=MAX_PER
         source.cosine = cosines.get(doc_id)
     if mode == "hybrid":
         ordered = sorted(sources.values(), key=lambda s: (-s.score, s.path, s.chunk_index))
+        if capped:  # the second stage: the first sections scored again (rag/search/finalists.py)
+            ordered = finalists.rerank(index, ordered, qvec, terms, result.weights, vocab)
     else:  # the mode's own order (the lexical cascade is not sorted by BM25 alone)
         ordered = [sources[doc_id] for _, doc_id in rankings.get(mode, [])]
     result.sources = cap_per_file(ordered, top_k, max_per_file, comparable) if capped else ordered
