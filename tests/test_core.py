@@ -450,6 +450,8 @@ def test_a_model_stuck_in_a_loop_is_cut_after_three_repeats_and_kept_once(settin
     (["Dazu habe ich keine Information."], "Dazu habe ich keine Information."),  # a refusal stays one
     (["Die Quota ist 2 GB [QUELLE [1]]."], "Die Quota ist 2 GB [1]."),  # a citation in the model's own form
     (["Die Quota ist 2 GB [Quelle 1]."], "Die Quota ist 2 GB [1]."),
+    (["Die Quota ist 2 GB [1].", " [ENDE QUELLE [1]]"], "Die Quota ist 2 GB [1]."),  # its delimiter
+    (["Die Quota ist 2 GB [1]. [Ende", " Quelle 1]"], "Die Quota ist 2 GB [1]."),
 ])
 def test_an_answer_that_says_something_and_then_refuses_keeps_what_it_said(settings, said, shown):
     settings.no_floor = True
