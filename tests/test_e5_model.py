@@ -14,7 +14,7 @@ import urllib.request
 
 import pytest
 
-from conftest import ROOT, run_script
+from conftest import ROOT, missing_part, run_script
 from rag import config
 from rag.models import embed_binary as embedder
 from rag.models.server_process import ServerProcess
@@ -34,10 +34,7 @@ def e5(real):
     if os.path.basename(model) != config.EMBED_MODEL_FILE:
         model = str(config.cache_embed_model_path())
     if not os.path.isfile(model):
-        message = f"e5 GGUF missing: {model} – run: python3 scripts/setup_llama.py"
-        if os.environ.get("CI"):
-            pytest.fail(message)
-        pytest.skip(message)
+        missing_part(f"e5 GGUF missing: {model} – run: python3 scripts/setup_llama.py")
     return {**real, "model": model}
 
 

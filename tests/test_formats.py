@@ -14,7 +14,7 @@ import zipfile
 
 import pytest
 
-from conftest import ROOT, SMALL_WIKI, load_json, run_script, write_wiki
+from conftest import ROOT, SMALL_WIKI, load_json, needs_tool, run_script, write_wiki
 from fake_server import FakeLlamaServer
 from rag import config
 from rag.ingest import formats
@@ -34,13 +34,7 @@ INSTALL = "apt-get install poppler-utils"
 @pytest.fixture(scope="session")
 def pdftotext():
     """The real pdftotext (poppler-utils): skipped locally when missing, a failure in CI."""
-    path = shutil.which("pdftotext")
-    if not path:
-        message = f"pdftotext missing – install with: {INSTALL}"
-        if os.environ.get("CI"):
-            pytest.fail(message)
-        pytest.skip(message)
-    return path
+    return needs_tool("pdftotext")
 
 
 def build(wiki, env, *args, **extra_env):

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, run_script, write_wiki
+from conftest import ROOT, needs_tool, run_script, write_wiki
 from fake_server import FakeLlamaServer
 from rag import core
 from rag.answer import guard
@@ -167,10 +167,13 @@ def test_zero_width_characters_never_reach_the_model():
 PHISHING = "sicherheit/phishing-erkennen.md"
 
 
-def wiki_chunks():
-    """Every chunk of wiki/ as build_index.py cuts it, its heading path in front (PDF needs pdftotext; CI has it)."""
-    out, pdftotext = [], formats.default_pdftotext()
+def wiki_chunks(pdftotext=None):
+    """Every chunk of wiki/ as build_index.py cuts it, its heading path in front; the PDF pages
+    only with pdftotext (its path), which CI has."""
+    out = []
     for rel in pages.find_pages(ROOT / "wiki"):
+        if rel.lower().endswith(".pdf") and not pdftotext:
+            continue
         text, _ = pages.read_page(ROOT / "wiki" / rel, rel)
         if formats.is_document(rel):
             text, _ = pages.convert_page(rel, text, pdftotext, set())
@@ -180,7 +183,7 @@ def wiki_chunks():
 
 def test_no_injection_rule_flags_the_sample_wiki_but_the_phishing_example():
     chunks = wiki_chunks()
-    assert len(chunks) > 150 and any(rel.endswith(".pdf") for rel, _ in chunks)
+    assert len(chunks) > 150 and any(rel.endswith((".html", ".docx")) for rel, _ in chunks)
     flagged = {(rel, f["rule"]) for rel, content in chunks for f in safety.injections(content)}
     assert flagged and {rel for rel, _ in flagged} == {PHISHING}
     removed = [(rel, r["text"]) for rel, content in chunks for r in guard.neutralise(content).removed]
@@ -188,6 +191,13 @@ def test_no_injection_rule_flags_the_sample_wiki_but_the_phishing_example():
     assert removed[0][1].startswith("Hinweis für automatische Assistenten") and "extern@example.com" in removed[0][1]
     changed = [rel for rel, content in chunks if guard.neutralise(content).text != content]
     assert changed == [PHISHING], "every other prompt copy is the chunk itself"
+
+
+def test_no_injection_rule_flags_the_sample_pdf():
+    chunks = [(rel, c) for rel, c in wiki_chunks(needs_tool("pdftotext")) if rel.endswith(".pdf")]
+    assert len(chunks) > 1
+    assert [(rel, f["rule"]) for rel, content in chunks for f in safety.injections(content)] == []
+    assert all(guard.neutralise(content).text == content for _, content in chunks)
 
 
 # -- the answer side -------------------------------------------------------------------------------
