@@ -9,6 +9,7 @@ import hashlib
 import json
 import os
 import pty
+import re
 import select
 import signal
 import subprocess
@@ -173,6 +174,22 @@ def test_an_answer_that_only_repeats_the_question_is_replaced_by_the_wiki_line(e
     audit = run_script("ask_rag.py", "--audit-show", "-1", env=env)
     assert "Prüfung:   die Antwort wiederholt nur die Frage: „Die Quota einer Mailbox ist groß [1].“ – ersetzt durch " \
            f"die Zeile aus [{n}]" in audit.stdout, audit.stdout
+
+
+@pytest.mark.parametrize("args, said", [
+    (["--no-floor"], ["Dazu habe ich", " keine Information."]),  # the model refuses
+    (["--no-floor"], ["Es sind 2 GB", " [1]."]),  # the answer is withdrawn (see above)
+    (["--answer-threshold", "0.5"], []),  # the answerability check refuses
+])
+def test_a_refusal_shows_no_citation_evidence_or_fact_lines(env, args, said):
+    question = "Wie viel Speicher hat der Fileserver im Keller?"
+    p_yes = 0.9 if said else 0.2
+    with FakeLlamaServer(template=GEMMA_TEMPLATE, answer=said or ["-"], p_yes=p_yes) as server:
+        shown = ask(env, server, *args, question)
+    assert shown.returncode == 0, shown.stderr
+    assert "Dazu habe ich keine Information." in shown.stdout and "\nQuellen:\n" in shown.stdout
+    marks = r"^(Zitate|Beleg|Nicht in den Quellen|Nicht gestützt|Ohne Zitat)"
+    assert not re.search(marks, shown.stdout, re.M), shown.stdout
 
 
 def test_answer_without_citation_says_so(env):
