@@ -3,6 +3,7 @@ filter, the key, the bound on questions in flight. Fakes: conftest's llama-embed
 The real browser is in test_browser.py.
 """
 import base64
+import contextlib
 import os
 import re
 import socket
@@ -14,8 +15,10 @@ import requests
 
 from conftest import assert_one_error_line, run_script, write_wiki
 from fake_server import GEMMA_TEMPLATE, FakeLlamaServer
-from rag.doors import web
+from rag import core
+from rag.doors import gate, users, web
 from serving import Serving, sse_events
+from timeouts import REQUEST, WAIT, wait_for
 
 QUESTION = "Wie lege ich eine Mailbox an?"
 
@@ -170,25 +173,53 @@ def test_with_a_key_every_request_needs_it(env):
 
 
 def test_beyond_slots_and_queue_the_answer_is_busy_at_once(env):
+    """The first question holds the one slot (the fake server stalls until released), the second waits
+    in the queue; the third is told "ausgelastet" while both still hold their places: it did not wait."""
     with FakeLlamaServer(mode="stall") as fake, \
             Serving({**env, "LLAMA_SERVER_URL": fake.url}, "--serve-slots", "1", "--serve-queue", "1") as server:
-        threads = [threading.Thread(target=lambda: requests.post(server.url + "/api/ask", json={"question": QUESTION},
-                                                                 timeout=90).content) for _ in range(2)]
-        threads[0].start()
-        assert fake.streaming.wait(20)  # the first question holds the slot ...
-        threads[1].start()  # ... the second waits in the queue ...
-        time.sleep(0.5)
-        started = time.monotonic()
-        busy = requests.post(server.url + "/api/ask", json={"question": QUESTION}, timeout=10)  # ... the third: busy
-        seconds = time.monotonic() - started
-        health = requests.get(server.url + "/health", timeout=10).json()
+        def health():
+            return requests.get(server.url + "/health", timeout=REQUEST).json()
+        asked = [threading.Thread(target=lambda: requests.post(
+            server.url + "/api/ask", json={"question": QUESTION}, timeout=REQUEST).content) for _ in range(2)]
+        asked[0].start()
+        assert fake.streaming.wait(WAIT)  # the first question holds the slot ...
+        asked[1].start()
+        wait_for(lambda: health()["waiting"] == 1)  # ... the second waits in the queue ...
+        busy = requests.post(server.url + "/api/ask", json={"question": QUESTION}, timeout=REQUEST)  # the third
+        during = health()
         fake.release.set()
-        for thread in threads:
-            thread.join(60)
-    assert busy.status_code == 503 and seconds < 2
+        for thread in asked:
+            thread.join(REQUEST)
+        after = wait_for(lambda: health()["running"] == 0) and health()
+    assert busy.status_code == 503
     assert re.fullmatch(r"Der Server ist ausgelastet, bitte in \d+ s erneut fragen\.", busy.json()["error"])
     assert busy.headers["Retry-After"] == re.search(r"in (\d+) s", busy.json()["error"]).group(1)
-    assert health == {"status": "ok", "slots": 1, "queue": 1}
+    assert during == {"status": "ok", "slots": 1, "queue": 1, "running": 1, "waiting": 1}
+    assert after == {"status": "ok", "slots": 1, "queue": 1, "running": 0, "waiting": 0}
+
+
+def test_a_place_is_free_before_the_answer_ends(monkeypatch):
+    """One slot, no queue, and a handler thread slow to leave the gate after its answer (a busy
+    machine): who read the whole answer and asks again at once is answered, not told "ausgelastet"."""
+    class SlowToLeave(gate.Gate):
+        @contextlib.contextmanager
+        def enter(self):
+            with super().enter():
+                yield
+                time.sleep(0.5)  # descheduled after the answer, before the place is free
+
+    events = [("sources", {"sources": []}), ("done", {"answer": "Mit cm [1]."})]
+    monkeypatch.setattr(web.doors, "answer_events", lambda question, settings, history: iter(events))
+    httpd = web.Server(("127.0.0.1", 0), web.State(core.Settings(), users.Auth(), SlowToLeave(1, 0)))
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{httpd.server_address[1]}/api/ask"
+        replies = [requests.post(url, json={"question": QUESTION}, timeout=REQUEST) for _ in range(2)]
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+    assert [r.status_code for r in replies] == [200, 200], replies[1].text
+    assert replies[1].text.endswith('event: done\ndata: {"answer": "Mit cm [1]."}\n\n')
 
 
 def test_sigterm_stops_the_server_cleanly(env):
