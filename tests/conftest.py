@@ -23,6 +23,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from rag import config  # noqa: E402
+from timeouts import RUN  # noqa: E402
 from rag.ingest.formats.ocr import OCR_INSTALL  # noqa: E402
 from rag.ingest.formats.pdf import PDF_INSTALL  # noqa: E402
 
@@ -34,8 +35,10 @@ FAKE_EMBEDDING = textwrap.dedent('''\
 
     FAKE_EMBED_MODE: ok (default) | crash | hang | short | garbage; FAKE_EMBED_LOG: append argv here.
     FAKE_EMBED_ONLY_IF: apply FAKE_EMBED_MODE only to calls with a prompt containing this text.
-    FAKE_EMBED_DELAY: sleep this many seconds per call; FAKE_EMBED_PROMPTS: append each prompt (JSON).
+    FAKE_EMBED_PROMPTS: append each prompt (JSON).
     FAKE_EMBED_CHECK_CTX=1: fail like llama.cpp when a prompt has more UTF-8 bytes than -c.
+    FAKE_EMBED_HOLD=FILE, FAKE_EMBED_HOLD_AT=TEXT: a call with TEXT in a prompt creates FILE.held,
+    then waits until FILE exists (a test holds the indexer at a known point, whatever the speed).
     """
     import json, math, os, sys, time
     args = sys.argv[1:]
@@ -50,7 +53,11 @@ FAKE_EMBEDDING = textwrap.dedent('''\
     if os.environ.get("FAKE_EMBED_PROMPTS"):
         with open(os.environ["FAKE_EMBED_PROMPTS"], "a", encoding="utf-8") as log:
             log.writelines(json.dumps(p, ensure_ascii=False) + "\\n" for p in prompts)
-    time.sleep(float(os.environ.get("FAKE_EMBED_DELAY", "0")))
+    hold = os.environ.get("FAKE_EMBED_HOLD")
+    if hold and any(os.environ["FAKE_EMBED_HOLD_AT"] in p for p in prompts):
+        open(hold + ".held", "w").close()
+        while not os.path.exists(hold):
+            time.sleep(0.02)
     too_long = max(len(p.encode("utf-8")) for p in prompts) > int(args[args.index("-c") + 1])
     if os.environ.get("FAKE_EMBED_CHECK_CTX") and too_long:
         print("input is too large to process. increase the physical batch size", file=sys.stderr); sys.exit(1)
@@ -73,7 +80,7 @@ FAKE_EMBEDDING = textwrap.dedent('''\
 ''')
 
 
-def run_script(script, *args, env=None, cwd=ROOT, timeout=300, input=None):
+def run_script(script, *args, env=None, cwd=ROOT, timeout=RUN, input=None):
     """Run one of the project's scripts as a reader does; returns CompletedProcess (text)."""
     full_env = {**os.environ, **(env or {})}
     return subprocess.run([sys.executable, str(ROOT / script), *map(str, args)], cwd=cwd, env=full_env,
