@@ -22,6 +22,7 @@ from conftest import ROOT, missing_part, needs_tool, run_script, write_wiki
 from rag import config
 from rag.models.server_process import ServerProcess
 from serving import Serving
+from timeouts import REAL
 
 PAGES = ["mail/cyrus-imap/mailbox-anlegen.md", "mail/cyrus-imap/mailbox-quota.md", "mail/cyrus-imap/shared-folders.md",
          "netzwerk/vpn-linux.md", "arbeitsplatz/drucker.md", "hr-it/onboarding.md"]
@@ -36,7 +37,7 @@ FOLLOW_UP = "Und wie viel Platz bekommt sie?"  # after QUESTION: the mailbox's q
 XSS_QUESTION = "Wo finde ich den Treiber für den Etikettendrucker Zebra im Lager?"
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                   "--disable-component-update", "--disable-sync", "--no-first-run", "--window-size=1200,2000"]
-ANSWER_TIMEOUT = 300  # seconds for one answer of the real model on a busy 2-core machine
+ANSWER_TIMEOUT = REAL  # seconds for one answer of the real model on a busy 2-core machine
 WATCH_STATUS = """window.__statuses = [];
 new MutationObserver((records) => { for (const r of records) for (const node of r.addedNodes)
   window.__statuses.push(node.textContent); }).observe(document.getElementById("status"), {childList: true});"""

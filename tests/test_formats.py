@@ -20,6 +20,7 @@ from rag import config
 from rag.ingest import formats
 from rag.ingest import hidden
 from rag.models.server_process import ServerProcess
+from timeouts import REAL
 
 spec = importlib.util.spec_from_file_location("make_sample_pages", ROOT / "scripts" / "make_sample_pages.py")
 sample = importlib.util.module_from_spec(spec)
@@ -38,7 +39,7 @@ def pdftotext():
 
 
 def build(wiki, env, *args, **extra_env):
-    return run_script("build_index.py", "--wiki", wiki, "--quiet", *args, env={**env, **extra_env}, timeout=120)
+    return run_script("build_index.py", "--wiki", wiki, "--quiet", *args, env={**env, **extra_env})
 
 
 def ok(result):
@@ -549,9 +550,9 @@ def real_index(real, pdftotext, tmp_path_factory):
         shutil.copy(ROOT / "wiki" / rel, tmp / "wiki" / rel)
     env = {"LLAMA_EMBEDDING": real["embedding"], "RAG_EMBED_MODEL": real["model"], "RAG_DB": str(tmp / "knowledge.db"),
            "RAG_WIKI": str(tmp / "wiki"), "RAG_AUDIT": str(tmp / "audit.jsonl")}
-    first = run_script("build_index.py", "--quiet", env=env, timeout=600)
+    first = run_script("build_index.py", "--quiet", env=env, timeout=REAL)
     assert first.returncode == 0, first.stderr
-    second = run_script("build_index.py", "--quiet", env=env, timeout=600)
+    second = run_script("build_index.py", "--quiet", env=env, timeout=REAL)
     assert second.returncode == 0, second.stderr
     return env, first, second
 

@@ -18,6 +18,7 @@ from test_formats import build, ok, rows, warnings
 from rag.ingest import formats
 from rag.ingest import hidden
 from rag.ingest.formats import eml, ocr
+from timeouts import REAL
 
 spec = importlib.util.spec_from_file_location("make_office_pages", ROOT / "scripts" / "make_office_pages.py")
 office = importlib.util.module_from_spec(spec)
@@ -470,7 +471,7 @@ def office_index(real, tesseract, tmp_path_factory):
         (tmp / "wiki" / rel).write_bytes(data)
     env = {"LLAMA_EMBEDDING": real["embedding"], "RAG_EMBED_MODEL": real["model"], "RAG_DB": str(tmp / "office.db"),
            "RAG_WIKI": str(tmp / "wiki"), "RAG_AUDIT": str(tmp / "audit.jsonl")}
-    built = run_script("build_index.py", "--quiet", env=env, timeout=1200)
+    built = run_script("build_index.py", "--quiet", env=env, timeout=REAL)
     assert built.returncode == 0, built.stderr
     assert [w for w in built.stderr.splitlines() if w.startswith("Warnung")] == [
         "Warnung: schulung/stapler.pptx: versteckter Text entfernt (1 ausgeblendete Folie) – Seite trotzdem indexiert"]

@@ -32,14 +32,15 @@ def env(fake_embedding, small_wiki):
 
 
 def ask(url, question=QUESTION, **body):
-    with requests.post(url + "/api/ask", json={"question": question, **body}, stream=True, timeout=30) as response:
+    with requests.post(url + "/api/ask", json={"question": question, **body}, stream=True,
+                       timeout=REQUEST) as response:
         assert response.status_code == 200 and response.headers["Content-Type"].startswith("text/event-stream")
         return sse_events(response)
 
 
 def test_page_is_one_file_with_nothing_external_and_a_strict_policy(env):
     with FakeLlamaServer() as fake, Serving({**env, "LLAMA_SERVER_URL": fake.url}) as server:
-        response = requests.get(server.url + "/", timeout=10)
+        response = requests.get(server.url + "/", timeout=REQUEST)
     page = response.text
     assert response.status_code == 200 and response.headers["Content-Type"] == "text/html; charset=utf-8"
     assert '<html lang="de">' in page and "Wiki fragen" in page
@@ -112,9 +113,10 @@ def test_a_follow_up_is_read_against_the_pages_history(env):
 
 def test_folder_list_and_filter(env):
     with FakeLlamaServer() as fake, Serving({**env, "LLAMA_SERVER_URL": fake.url}) as server:
-        folders = requests.get(server.url + "/api/folders", timeout=10).json()
+        folders = requests.get(server.url + "/api/folders", timeout=REQUEST).json()
         events = ask(server.url, "VPN starten", under="netzwerk/")
-        unknown = requests.post(server.url + "/api/ask", json={"question": QUESTION, "under": "gibtsnicht"}, timeout=10)
+        unknown = requests.post(server.url + "/api/ask", timeout=REQUEST,
+                                json={"question": QUESTION, "under": "gibtsnicht"})
     assert folders == {"folders": ["mail/", "netzwerk/"]}
     assert {s["path"] for s in events[0][1]["sources"]} == {"netzwerk/vpn.md"} and events[-1][1]["under"] == "netzwerk/"
     assert unknown.status_code == 400 and "liegt keine Seite im Index" in unknown.json()["error"]
@@ -123,10 +125,10 @@ def test_folder_list_and_filter(env):
 @pytest.mark.parametrize("body", [b"", b"[1, 2]", b"{kaputt"])
 def test_bad_requests_are_one_german_line(env, body):
     with FakeLlamaServer() as fake, Serving({**env, "LLAMA_SERVER_URL": fake.url}) as server:
-        response = requests.post(server.url + "/api/ask", data=body, timeout=10,
+        response = requests.post(server.url + "/api/ask", data=body, timeout=REQUEST,
                                  headers={"Content-Type": "application/json"})
-        empty = requests.post(server.url + "/api/ask", json={"question": "  "}, timeout=10)
-        missing = requests.get(server.url + "/gibtsnicht", timeout=10)
+        empty = requests.post(server.url + "/api/ask", json={"question": "  "}, timeout=REQUEST)
+        missing = requests.get(server.url + "/gibtsnicht", timeout=REQUEST)
     assert response.status_code == 400 and "JSON" in response.json()["error"]
     assert empty.status_code == 400 and "keine Frage" in empty.json()["error"]
     assert missing.status_code == 404 and "gibt es nicht" in missing.json()["error"]
@@ -141,7 +143,7 @@ def test_model_failure_mid_answer_is_an_error_event(env):
 
 
 def test_other_addresses_need_a_key(env):
-    result = run_script("ask_rag.py", "--serve", "--host", "0.0.0.0", "--port", "0", env=env, timeout=30)
+    result = run_script("ask_rag.py", "--serve", "--host", "0.0.0.0", "--port", "0", env=env)
     assert_one_error_line(result, "--serve-key", "RAG_SERVE_KEY")
 
 
@@ -152,7 +154,7 @@ def test_bad_serve_flags_are_one_german_line(env, args, words):
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         args = [a.format(busy=taken.getsockname()[1]) for a in args]
-        result = run_script("ask_rag.py", "--serve", *args, env=env, timeout=30)
+        result = run_script("ask_rag.py", "--serve", *args, env=env)
     assert_one_error_line(result, *words)
 
 
@@ -160,12 +162,15 @@ def test_with_a_key_every_request_needs_it(env):
     key = "geheim-17"
     with FakeLlamaServer() as fake, Serving({**env, "LLAMA_SERVER_URL": fake.url, "RAG_SERVE_KEY": key}) as server:
         paths = ["/", "/api/folders", "/v1/models", "/health"]
-        without = [requests.get(server.url + p, timeout=10) for p in paths]
-        wrong = requests.get(server.url + "/", headers={"Authorization": "Bearer falsch"}, timeout=10)
-        post = requests.post(server.url + "/api/ask", json={"question": QUESTION}, timeout=10)
-        bearer = requests.get(server.url + "/api/folders", headers={"Authorization": f"Bearer {key}"}, timeout=10)
-        basic = requests.get(server.url + "/", timeout=10,  # the browser: HTTP Basic, the key as password
-                             headers={"Authorization": "Basic " + base64.b64encode(f"kollegin:{key}".encode()).decode()})
+        without = [requests.get(server.url + p, timeout=REQUEST) for p in paths]
+        wrong = requests.get(server.url + "/", headers={"Authorization": "Bearer falsch"},
+                             timeout=REQUEST)
+        post = requests.post(server.url + "/api/ask", json={"question": QUESTION}, timeout=REQUEST)
+        bearer = requests.get(server.url + "/api/folders", timeout=REQUEST,
+                              headers={"Authorization": f"Bearer {key}"})
+        basic_key = base64.b64encode(f"kollegin:{key}".encode()).decode()  # the browser: HTTP
+        basic = requests.get(server.url + "/", timeout=REQUEST,  # Basic, the key as password
+                             headers={"Authorization": "Basic " + basic_key})
     assert [r.status_code for r in without + [wrong, post]] == [401] * 6
     assert without[0].headers["WWW-Authenticate"].startswith("Basic ") and "Schlüssel" in without[1].json()["error"]
     assert bearer.status_code == 200 and basic.status_code == 200 and "Wiki fragen" in basic.text

@@ -16,7 +16,7 @@ import time
 
 WAIT = 60  # something that takes a moment on an idle machine: a line, an event, a fake server's reply
 REQUEST = 120  # one HTTP request to a local server (the page, the API) with fake models behind it
-RUN = 300  # one script run against fakes: build_index.py over a small wiki, ask_rag.py, evaluate.py
+RUN = 600  # one script run against fakes: build_index.py over a small wiki, ask_rag.py, evaluate.py
 REAL = 1800  # one run with the real models: an index of the sample wiki, a real answer, a tiny benchmark
 
 
