@@ -117,6 +117,10 @@ def test_demo_question_streams_an_answer_with_sources(served, driver, tmp_path):
     answer = driver.find_element(By.ID, "antwort").text
     sources = driver.find_elements(By.CSS_SELECTOR, "#quellen > li")
     assert answer.strip() and sources
+    assert "```" not in answer and "**" not in answer  # its Markdown is rendered (markdown.js)
+    blocks = [b for b in driver.find_elements(By.CSS_SELECTOR, "#antwort .code")
+              if "cyradm --user cyrus" in b.find_element(By.CSS_SELECTOR, "pre > code").text]
+    assert blocks and blocks[0].find_element(By.TAG_NAME, "button").text == "Kopieren", answer
     assert "mail/cyrus-imap/mailbox-anlegen.md" in sources[0].find_element(By.CSS_SELECTOR, ".pfad").text
     marks = [m.text for m in driver.find_elements(By.CSS_SELECTOR, "#pruefungen li")]
     assert any(m.startswith(("✓ Zitate", "✗ Quelle", "Zitate: keine")) for m in marks), marks
@@ -209,3 +213,76 @@ def test_a_corrected_citation_is_one_green_mark_not_a_warning(browser_parts, dri
     assert answer == f"Die Mailbox bekommt eine Quota von 2 GB [{n}].", answer
     assert f"✓ Zitat berichtigt: [3] durch [{n}] ersetzt, die Quelle, die es stützt" in marks, marks
     assert not any("falsche Quelle" in m for m in marks), marks
+
+
+MARKDOWN_PAGE = """\
+    # Postfach anlegen
+
+    ## Postfach anlegen mit cyradm
+
+    1. Per SSH auf dem Mailserver anmelden.<br>Dabei **NICHT** als root arbeiten.
+    2. Das Werkzeug `cyradm` starten: <script>window.__xss = 3</script>
+    3. Das Postfach anlegen und prüfen:
+
+    ```bash
+    cyradm --user cyrus localhost
+    cm user/jana.kruse
+    ```
+    """
+
+
+def test_a_verbatim_answer_renders_its_markdown_and_keeps_the_page_s_html_as_text(
+        browser_parts, driver, fake_embedding, small_wiki):
+    """The steps of a page, verbatim (fake embedder and answer server): the list as a list, **bold**
+    as bold, the code block as code with a copy button that copies it; the page's <br> and <script>
+    show as text, and nothing of them runs."""
+    from fake_server import FakeLlamaServer
+    from selenium.webdriver.common.by import By
+    write_wiki(small_wiki, {"mail/postfach-anlegen.md": MARKDOWN_PAGE})
+    assert run_script("build_index.py", "--wiki", small_wiki, env=fake_embedding).returncode == 0
+    env = {**os.environ, **fake_embedding, "RAG_STEPS": "source", "RAG_SERVE_KEY": ""}
+    with FakeLlamaServer() as fake, Serving({**env, "LLAMA_SERVER_URL": fake.url}) as server:
+        driver.get(server.url + "/")
+        assert ask(driver, "Wie lege ich mit cyradm ein Postfach an?").startswith("Fertig")
+        answer = driver.find_element(By.ID, "antwort")
+        items = [li.text for li in answer.find_elements(By.CSS_SELECTOR, "ol > li")]
+        bold = [b.text for b in answer.find_elements(By.TAG_NAME, "strong")]
+        code = answer.find_element(By.CSS_SELECTOR, ".code pre code").text
+        button = answer.find_element(By.CSS_SELECTOR, ".code button")
+        driver.execute_cdp_cmd("Browser.grantPermissions", {
+            "origin": server.url, "permissions": ["clipboardReadWrite", "clipboardSanitizedWrite"]})
+        button.click()
+        read = "navigator.clipboard.readText().then(arguments[0], arguments[0]);"  # the callback
+        copied = driver.execute_async_script(read)
+        shown, label = answer.text, button.text
+        html = driver.find_elements(By.CSS_SELECTOR, "#antwort script, #antwort img, #antwort br")
+        ran = driver.execute_script("return window.__xss !== undefined")
+    assert items[0] == "Per SSH auf dem Mailserver anmelden.<br>Dabei NICHT als root arbeiten."
+    assert items[1] == "Das Werkzeug cyradm starten: <script>window.__xss = 3</script>", items
+    assert bold == ["NICHT"] and "```" not in shown and "**" not in shown
+    assert code == "cyradm --user cyrus localhost\ncm user/jana.kruse" and copied == code
+    assert label == "Kopiert" and not ran
+    assert all(e.tag_name == "br" for e in html)  # only the renderer's own line breaks
+
+
+def test_a_refusal_shows_only_the_refusal_its_reason_and_the_runners_up(
+        browser_parts, driver, fake_embedding, small_wiki):
+    """The model says the sources do not answer it: no citation, fact or evidence marks under it."""
+    from fake_server import FakeLlamaServer
+    from selenium.webdriver.common.by import By
+    assert run_script("build_index.py", "--wiki", small_wiki, env=fake_embedding).returncode == 0
+    env = {**os.environ, **fake_embedding, "RAG_SERVE_KEY": ""}
+    with FakeLlamaServer(answer=["Dazu habe ich", " keine Information."]) as fake, \
+            Serving({**env, "LLAMA_SERVER_URL": fake.url}, "--no-floor") as server:
+        driver.get(server.url + "/")
+        assert ask(driver, "Wie groß ist die Quota einer Mailbox?").startswith("Fertig")
+        marks = [m.text for m in driver.find_elements(By.CSS_SELECTOR, "#pruefungen li")]
+        evidence = driver.find_elements(By.CSS_SELECTOR, "#belege li")
+        reason = driver.find_element(By.ID, "nicht-im-wiki")
+        runners_up = driver.find_element(By.ID, "siehe-auch")
+        answer = driver.find_element(By.ID, "antwort").text
+        cited = driver.find_elements(By.CSS_SELECTOR, "#quellen .marke.ok")
+    assert answer == "Dazu habe ich keine Information."
+    assert marks == [] and evidence == [] and cited == [], marks
+    assert reason.is_displayed() and "fand die Antwort nicht in den Quellen." in reason.text
+    assert runners_up.is_displayed() and runners_up.text.startswith("Vielleicht hilft: [1] ")

@@ -49,6 +49,7 @@ def test_page_is_one_file_with_nothing_external_and_a_strict_policy(env):
     policy = response.headers["Content-Security-Policy"]
     assert "default-src 'none'" in policy and "'unsafe-inline'" not in policy and "connect-src 'self'" in policy
     assert policy == web.csp(page)  # the hashes of exactly this page's script and style
+    assert "function renderMarkdown(" in page and "<!-- markdown.js -->" not in page  # put in
     assert '<p id="siehe-auch" class="hidden"></p>' in page  # the runners-up under the answer, each a link that
     assert '"Vielleicht hilft: " : "Siehe auch: "' in page and "openSource(e.n)" in page  # opens its source
 

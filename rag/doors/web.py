@@ -5,6 +5,7 @@
 
 Routes (every one turns the core's events into its own format, rag/doors/common.py):
     GET  /                       the page: rag/doors/page.html, HTML, CSS and JS in one file, nothing external
+                                 (rag/doors/markdown.js, the answer's Markdown as DOM nodes, put in)
     GET  /api/folders            {"folders": ["mail/", …]}: the index's top-level folders (folder filter)
     POST /api/ask                {"question", "under"} -> Server-Sent Events: sources, asking, piece …, checks, done
                                  (or error); each `data:` is one JSON object; asking (only when the model is
@@ -56,6 +57,7 @@ PORT = 8090
 MAX_BODY = 1_000_000  # bytes of a request body
 SOCKET_TIMEOUT = 300  # seconds a client may stall a read or write before its thread gives up
 PAGE = Path(__file__).with_name("page.html")
+MARKDOWN = PAGE.with_name("markdown.js")  # the answer's Markdown as DOM nodes (page_text)
 
 
 def loopback(host):
@@ -75,6 +77,12 @@ def csp(page):
                         for body in re.findall(rf"<{tag}>(.*?)</{tag}>", page, re.S))
     return (f"default-src 'none'; script-src {hashes('script')}; style-src {hashes('style')}; connect-src 'self'; "
             f"img-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
+
+
+def page_text():
+    """page.html with markdown.js where it says "<!-- markdown.js -->": one file, nothing else."""
+    script = f"<script>\n{MARKDOWN.read_text(encoding='utf-8')}</script>"
+    return PAGE.read_text(encoding="utf-8").replace("<!-- markdown.js -->", script, 1)
 
 
 def answer_slots(settings):
@@ -105,7 +113,7 @@ def with_status_line(events):
 class State:
     def __init__(self, settings, auth, gate):
         self.settings, self.auth, self.gate = settings, auth, gate  # auth: rag/doors/users.py Auth
-        text = PAGE.read_text(encoding="utf-8")
+        text = page_text()
         self.page, self.csp = text.encode("utf-8"), csp(text)
 
 
