@@ -122,6 +122,7 @@ class Handler(BaseHTTPRequestHandler):
     server_version = "rag-ohne-magie"
     protocol_version = "HTTP/1.1"  # streams chunked, replies with Content-Length, connections kept
     timeout = SOCKET_TIMEOUT
+    streaming = False  # an event stream was started (stream()); end_stream() ends it
 
     @property
     def state(self):
@@ -162,7 +163,7 @@ class Handler(BaseHTTPRequestHandler):
         self.close_connection = self.streaming = True
 
     def end_stream(self):
-        if getattr(self, "streaming", False):
+        if self.streaming:
             self.wfile.write(b"0\r\n\r\n")
 
     def send_page(self):
