@@ -179,19 +179,21 @@ def test_with_a_key_every_request_needs_it(env):
 
 
 def test_beyond_slots_and_queue_the_answer_is_busy_at_once(env):
-    """The first question holds the one slot (the fake server stalls until released), the second waits
-    in the queue; the third is told "ausgelastet" while both still hold their places: it did not wait."""
+    """The first question holds the one slot (the fake server stalls until released), the second
+    waits in the queue; the third is told "ausgelastet" while both hold their places: no waiting."""
     with FakeLlamaServer(mode="stall") as fake, \
             Serving({**env, "LLAMA_SERVER_URL": fake.url}, "--serve-slots", "1", "--serve-queue", "1") as server:
         def health():
             return requests.get(server.url + "/health", timeout=REQUEST).json()
-        asked = [threading.Thread(target=lambda: requests.post(
-            server.url + "/api/ask", json={"question": QUESTION}, timeout=REQUEST).content) for _ in range(2)]
+        def ask_in_background():
+            requests.post(server.url + "/api/ask", json={"question": QUESTION}, timeout=REQUEST)
+        asked = [threading.Thread(target=ask_in_background) for _ in range(2)]
         asked[0].start()
         assert fake.streaming.wait(WAIT)  # the first question holds the slot ...
         asked[1].start()
         wait_for(lambda: health()["waiting"] == 1)  # ... the second waits in the queue ...
-        busy = requests.post(server.url + "/api/ask", json={"question": QUESTION}, timeout=REQUEST)  # the third
+        busy = requests.post(server.url + "/api/ask", json={"question": QUESTION},  # the third
+                             timeout=REQUEST)
         during = health()
         fake.release.set()
         for thread in asked:
@@ -206,7 +208,7 @@ def test_beyond_slots_and_queue_the_answer_is_busy_at_once(env):
 
 def test_a_place_is_free_before_the_answer_ends(monkeypatch):
     """One slot, no queue, and a handler thread slow to leave the gate after its answer (a busy
-    machine): who read the whole answer and asks again at once is answered, not told "ausgelastet"."""
+    machine): who read the whole answer and asks again at once is answered, not "ausgelastet"."""
     class SlowToLeave(gate.Gate):
         @contextlib.contextmanager
         def enter(self):
@@ -215,12 +217,15 @@ def test_a_place_is_free_before_the_answer_ends(monkeypatch):
                 time.sleep(0.5)  # descheduled after the answer, before the place is free
 
     events = [("sources", {"sources": []}), ("done", {"answer": "Mit cm [1]."})]
-    monkeypatch.setattr(web.doors, "answer_events", lambda question, settings, history: iter(events))
-    httpd = web.Server(("127.0.0.1", 0), web.State(core.Settings(), users.Auth(), SlowToLeave(1, 0)))
+    monkeypatch.setattr(web.doors, "answer_events", lambda question, settings, history:
+                        iter(events))
+    state = web.State(core.Settings(), users.Auth(), SlowToLeave(1, 0))
+    httpd = web.Server(("127.0.0.1", 0), state)
     threading.Thread(target=httpd.serve_forever, daemon=True).start()
     try:
         url = f"http://127.0.0.1:{httpd.server_address[1]}/api/ask"
-        replies = [requests.post(url, json={"question": QUESTION}, timeout=REQUEST) for _ in range(2)]
+        replies = [requests.post(url, json={"question": QUESTION}, timeout=REQUEST)
+                   for _ in range(2)]
     finally:
         httpd.shutdown()
         httpd.server_close()

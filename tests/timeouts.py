@@ -14,14 +14,14 @@ Does not handle: timeouts that a test asserts itself (a client's own timeout tha
 """
 import time
 
-WAIT = 60  # something that takes a moment on an idle machine: a line, an event, a fake server's reply
+WAIT = 60  # what takes a moment on an idle machine: a line, an event, a fake server's reply
 REQUEST = 120  # one HTTP request to a local server (the page, the API) with fake models behind it
 RUN = 600  # one script run against fakes: build_index.py over a small wiki, ask_rag.py, evaluate.py
-REAL = 1800  # one run with the real models: an index of the sample wiki, a real answer, a tiny benchmark
+REAL = 1800  # one run with the real models: an index of the wiki, a real answer, a tiny benchmark
 
 
 def wait_for(condition, timeout=WAIT, step=0.02):
-    """Poll condition() until it holds; returns time.monotonic() then. AssertionError after timeout s."""
+    """Poll condition() until it holds; returns time.monotonic() then, AssertionError at timeout."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if condition():

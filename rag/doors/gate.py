@@ -69,7 +69,7 @@ class Gate:
             return {"slots": self.slots, "queue": self.queue, **self.counts}
 
     def retry_after(self):
-        """Seconds until a place is likely free: the median duration of recent questions, rounded up."""
+        """Seconds until a place is likely free: the median time of recent questions, rounded up."""
         with self.lock:
             recent = sorted(self.durations)
         return max(1, math.ceil(recent[len(recent) // 2])) if recent else RETRY_DEFAULT

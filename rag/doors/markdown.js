@@ -11,8 +11,9 @@
 // HTML of any kind (shown as text), emphasis with one * or _.
 const MD_FENCE = /^\s*(```|~~~)\s*([\w+-]*)\s*$/;
 const MD_ITEM = /^\s*(?:(\d{1,3})[.)]|[-*+•])\s+(.*)$/;
-const MD_INLINE = new RegExp(["(`[^`\\n]+`)", "(\\*\\*[^*\\n]+?\\*\\*)", "(\\[[^\\]\\n]+\\]\\([^)\\s]+\\))",
-                              "(\\[\\d+(?:\\s*[,;]\\s*\\d+)*\\])"].join("|"));  // code, bold, link, citation
+const MD_INLINE = new RegExp([  // code, bold, link, citation
+  "(`[^`\\n]+`)", "(\\*\\*[^*\\n]+?\\*\\*)", "(\\[[^\\]\\n]+\\]\\([^)\\s]+\\))",
+  "(\\[\\d+(?:\\s*[,;]\\s*\\d+)*\\])"].join("|"));
 
 function mdNode(tag, text, cls) {
   const node = document.createElement(tag);
@@ -21,7 +22,7 @@ function mdNode(tag, text, cls) {
   return node;
 }
 
-function mdSafeUrl(url) {  // "https://a.example/x", "../b.md", "#x": as they are; "javascript:…": null
+function mdSafeUrl(url) {  // "https://a.example/x", "../b.md", "#x" stay; "javascript:…": null
   if (/[\x00-\x20\x7f\\]/.test(url)) return null;  // browsers drop controls and read "\" as "/"
   if (/^https?:\/\//i.test(url)) return url;
   return /^\/\/|^[a-z][\w+.-]*:/i.test(url) ? null : url;  // another host, another scheme
