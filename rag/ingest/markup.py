@@ -45,8 +45,11 @@ KEY = re.compile(r"\+\+([\w-]+(?:\+[\w-]+)*)\+\+")  # ++ctrl+alt+del++ -> Strg+A
 def label(kind, title):
     """The German label line of an admonition. Example: ("warning", "Backup") -> "Achtung: Backup";
     (None, "Dateiname") -> "Hinweis: Dateiname"; ("tip", "") -> "Hinweis:";
-    (None, "attention Text") -> "Achtung: Text" (the type slipped into the quotes)"""
-    if not kind and title and title.split(" ", 1)[0].lower() in LABELS:
+    (None, "attention Text") -> "Achtung: Text" (the type slipped into the quotes);
+    ("note", "Hinweis") -> "Hinweis:" (a title that is a label is the label, not said twice)"""
+    if title and title.strip().rstrip(":").lower() in LABELS:
+        kind, title = title.strip().rstrip(":"), ""
+    elif not kind and title and title.split(" ", 1)[0].lower() in LABELS:
         kind, _, title = title.partition(" ")
     name = LABELS.get((kind or "").lower(), "Hinweis")
     return f"{name}: {title.strip()}" if title and title.strip() else f"{name}:"
