@@ -22,7 +22,8 @@ DASHES = re.compile(r"^-+(?: +-+)*\s*$")  # a simple table's underline of cells 
 def markdown(header, rows, cell):
     """Pipe table lines: the header (if any) with its "---" line, then every row with text."""
     def line(cells):
-        return "| " + " | ".join(cell(text).replace("|", "\\|") for text in cells) + " |"
+        texts = (cell(" ".join(text.split())).replace("|", "\\|") for text in cells)
+        return "| " + " | ".join(texts) + " |"
     out = [line(row) for row in rows if any(row)]
     if header and any(header):
         return [line(header), "| " + " | ".join("---" for _ in header) + " |"] + out
