@@ -28,6 +28,11 @@ LABELS = {  # admonition type (lower case) -> German label; anything else is a "
     **dict.fromkeys(("abstract", "abstrakt", "summary", "tldr", "zusammenfassung"), "Zusammenfassung"),
     **dict.fromkeys(("quote", "cite", "zitat"), "Zitat"),
 }
+SPHINX_LABELS = {  # reST/Sphinx admonition -> German label (Sphinx names each kind apart; rag/ingest/rst/)
+    "note": "Hinweis", "hint": "Hinweis", "attention": "Achtung", "caution": "Vorsicht", "danger": "Gefahr",
+    "error": "Fehler", "important": "Wichtig", "tip": "Tipp", "warning": "Warnung", "seealso": "Siehe auch",
+}
+NOTE_LABELS = sorted(set(LABELS.values()) | set(SPHINX_LABELS.values()))  # every label a note line starts with
 KEYS = {"ctrl": "Strg", "alt": "Alt", "del": "Entf", "delete": "Entf", "shift": "Umschalt", "enter": "Enter",
         "esc": "Esc", "tab": "Tab", "space": "Leertaste", "backspace": "Rücktaste", "cmd": "Cmd", "win": "Win"}
 
