@@ -21,6 +21,7 @@ from rag.answer import audit
 from rag.doors import forget
 from rag.store import proof, sqlite_file
 from serving import Serving, sse_events
+from timeouts import REQUEST
 
 CANARY_PATH = "kunden/liste.md"
 CANARY = """\
@@ -97,7 +98,7 @@ def test_every_sqlite_connection_deletes_securely(tmp_path):
 
 # -- the canary, end to end ------------------------------------------------------------------------
 def build(wiki, env, *args):
-    return run_script("build_index.py", "--wiki", wiki, *args, env=env, timeout=120)
+    return run_script("build_index.py", "--wiki", wiki, *args, env=env)
 
 
 def ok(result):
@@ -115,7 +116,7 @@ def canary(tmp_path, store_env, stores):
     for question, answer in ((QUESTION, ANSWER), ("Wie starte ich das VPN?", ["VPN-Client starten [1]."])):
         with FakeLlamaServer(answer=answer) as server:
             env = {**store_env, "LLAMA_SERVER_URL": server.url, "RAG_TOP_K": "1"}
-            ok(run_script("ask_rag.py", question, env=env, timeout=60))
+            ok(run_script("ask_rag.py", question, env=env))
     assert held(tmp_path)  # the canary is in the files before
     if stores.kind == "postgres":  # its rows written out of the server's buffers into the relation files
         import psycopg
@@ -258,6 +259,7 @@ def test_a_running_server_stops_showing_the_page_at_once(tmp_path, fake_embeddin
 
 
 def ask(url, question, **body):
-    with requests.post(url + "/api/ask", json={"question": question, **body}, stream=True, timeout=30) as response:
+    with requests.post(url + "/api/ask", json={"question": question, **body}, stream=True,
+                       timeout=REQUEST) as response:
         assert response.status_code == 200
         return sse_events(response)

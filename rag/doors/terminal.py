@@ -191,9 +191,13 @@ def print_answer(done, out):
     if not done.retrieval.sources:
         print("Keine passenden Stellen im Wiki gefunden.", file=out)
         return
+    refused = (done.text or "").strip() == prompt.NO_INFO  # then no citation, evidence, fact lines
     if done.see_also:  # "Siehe auch: [2] … › …, [3] …"; after the refusal "Vielleicht hilft: …"
-        print(see_also.line(done.see_also, refused=(done.text or "").strip() == prompt.NO_INFO), file=out)
-    print_sources(done.retrieval, done.citations, out)
+        print(see_also.line(done.see_also, refused=refused), file=out)
+    print_sources(done.retrieval, None if refused else done.citations, out)
+    if refused:
+        print_guard(done, out)
+        return
     if done.support is not None:
         from rag.answer import support
         for line in support.describe({"evidence": done.evidence, "statements": done.support}):
@@ -201,6 +205,11 @@ def print_answer(done, out):
     if done.unsupported:
         from rag.answer import factcheck
         print(factcheck.describe(done.unsupported), file=out)
+    print_guard(done, out)
+
+
+def print_guard(done, out):
+    """The injection guard's lines (rag/answer/guard.py describe), red in a terminal."""
     if done.guard:
         lines = guard.describe(done.guard, colour=out.isatty() and not os.environ.get("NO_COLOR"))
         if lines:
