@@ -33,7 +33,7 @@ def test_one_chunk_per_section_in_fused_order():
 def test_a_closer_section_further_down_comes_first():
     # fused: the lexical hit first, but the section at place 3 is much closer to the question
     ordered = [source(1, "a.md", "Quota", cosine=0.86, lexical=1), source(2, "b.md", "Drucker", cosine=0.85),
-               source(3, "c.md", "Mailbox anlegen", cosine=0.91, lexical=4)]
+               source(3, "c.md", "Mailbox anlegen", cosine=0.95, lexical=4)]
     ranked = finalists.rerank(Index({}), ordered, [1.0], [], [], set())
     assert [s.doc_id for s in ranked] == [3, 1, 2]
 
@@ -62,4 +62,6 @@ def test_the_heading_signal_is_the_share_of_the_question_in_the_heading_path(hea
 
 def test_ties_keep_the_fused_order():
     ordered = [source(1, "a.md", "A", cosine=0.9), source(2, "b.md", "B", cosine=0.9)]
-    assert [s.doc_id for s in finalists.rerank(Index({}), ordered, [1.0], [], [], set())] == [1, 2]
+    cosine_only = finalists.Signals(cosine=1.0, lexical=0.0, heading=0.0, fused=0.0)
+    ranked = finalists.rerank(Index({}), ordered, [1.0], [], [], set(), tuned=cosine_only)
+    assert [s.doc_id for s in ranked] == [1, 2]

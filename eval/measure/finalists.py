@@ -25,7 +25,7 @@ from eval.measure.common import paired, read_jsonl
 
 TOP_K = 4
 GRID = finalists.Signals(cosine=(0.0, 5.0, 10.0, 20.0, 40.0), lexical=(0.0, 0.25, 0.5, 1.0, 2.0),
-                         heading=(0.0, 0.1, 0.2, 0.4))  # also tried, 0 in every fold: 1/vector rank,
+                         heading=(0.0, 0.1, 0.2, 0.4), fused=(0.0, 0.1, 0.25, 0.5, 1.0))  # also tried, 0 in every fold: 1/vector rank,
 #   the question's share in the body and in the page title (docs/suche.md)
 USAGE = "--finalists braucht je Antwort-Datei einen Index: --questions a,b --db a.db,b.db"
 

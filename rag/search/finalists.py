@@ -4,6 +4,8 @@
     ordered: a.md › Quota (lexical 1, cosine 0.86), b.md › Mailbox anlegen (lexical 4, cosine 0.91), …
     -> [b.md › Mailbox anlegen, a.md › Quota, …]   (one chunk per section, the best-scored first)
 
+    (a.md: -0.05 × 5 + 1 × 0.25 + 0.1 × 1 = 0.1; b.md: 0 + 0.25 / 4 + 0.1 / 2 = 0.11)
+
 Why: the first stage fuses two rankings of single chunks by their places (rag/search/ranking.py), and a
 reader's question in other words than the page often puts the right section at place 5–10, where no later
 step sees it. Measured on the how-to lines of four answer sets (`evaluate.py --finalists`): the right
@@ -14,8 +16,9 @@ cosine). Each section gets the signals
   cosine   its cosine minus the best cosine among the candidates (0 for the closest)
   lexical  1 / its place in the full-text list (0 when full text did not find it)
   heading  IDF-weighted share of the question's words in its heading path
-and the score is the sum of WEIGHTS × signals (rag/tuned.py: fit on all corpora but one, judged on the one
-left out). Ties keep the fused order. The sections after the first DEPTH keep their fused order behind them.
+  fused    1 / its place among the sections of the fused list
+and the score is the sum of WEIGHTS × signals, fit over all answer sets (`evaluate.py --finalists --tune`) and
+judged per set with weights fit on the others (docs/suche.md has the table). Ties keep the fused order. The sections after the first DEPTH keep their fused order behind them.
 
 Does not handle: meaning beyond the embedding and shared words (a heading in other words scores 0 on
 heading), several chunks of one section in the sources (the first stands for all; how-to answers widen it
@@ -27,8 +30,8 @@ from rag.search.lexical import covered
 from rag.text import german
 
 DEPTH = 20  # sections scored again; the right one is among the first 20 for 88 % of i-doit's how-to lines
-Signals = namedtuple("Signals", "cosine lexical heading")
-WEIGHTS = Signals(cosine=10.0, lexical=0.5, heading=0.1)  # fit by evaluate.py --finalists --tune (rag/tuned.py)
+Signals = namedtuple("Signals", "cosine lexical heading fused")
+WEIGHTS = Signals(cosine=5.0, lexical=0.25, heading=0.2, fused=0.1)  # evaluate.py --finalists --tune
 
 
 def sections(ordered):
@@ -50,12 +53,12 @@ def signals(candidates, terms, weights, vocab):
     cosines = [c.cosine for c in candidates if c.cosine is not None]
     top = max(cosines) if cosines else None
     rows = []
-    for c in candidates:
+    for n, c in enumerate(candidates):
         cosine = 0.0 if c.cosine is None or top is None else c.cosine - top
         lexical = 1.0 / c.ranks["lexical"] if c.ranks.get("lexical") else 0.0
         tokens = set(german.index_text(c.heading or "", vocab).split())
         heading = covered(tokens, terms, weights) if terms else 0.0
-        rows.append(Signals(cosine, lexical, heading))
+        rows.append(Signals(cosine, lexical, heading, 1.0 / (n + 1)))
     return rows
 
 
