@@ -29,19 +29,20 @@ import signal
 import sys
 
 from rag import core
-from rag.answer import audit
+from rag.audit import log as audit
+from rag.doors import asker
+from rag.doors import audit_show
 from rag.doors import flags
 from rag.doors import terminal
-from rag.doors import users
 
 
 def main():
     args = flags.parse_ask()  # every flag and its environment variable: rag/doors/flags.py
     if args.audit_show is not None:
-        print(audit.show(args.audit or audit.default_path(args.db), args.audit_show))
+        print(audit_show.show(args.audit or audit.default_path(args.db), args.audit_show))
         return
     if args.add_user or args.users or args.as_user or args.trust_proxy_header:
-        if users_first(args):  # --add-user: done; else who asks is known now (rag/doors/users.py)
+        if asker.first(args):  # --add-user: done; else who asks is known now (rag/doors/asker.py)
             return
     if args.serve or args.mcp:
         return serve(args)
@@ -55,21 +56,6 @@ def main():
     # 3. build the prompt     rag/answer/prompt.py: [1]…[n], context only      -> event "prompt"
     # 4. ask and show         llama-server streams the answer, then sources and checks ("piece" … "done")
     terminal.answer(events, args)
-
-
-def users_first(args):
-    """--add-user (prints the key once, as the last line), else args.reader/args.auth; True when done."""
-    try:
-        if args.add_user:
-            if not args.users:
-                raise users.UsersError("--add-user braucht --users FILE (die Benutzerdatei)")
-            key = users.add_user(args.users, args.add_user, [g.strip() for g in args.groups.split(",") if g.strip()])
-            print(f"Benutzer {args.add_user} in {args.users} angelegt. Schlüssel (wird nur jetzt gezeigt):\n{key}")
-            return True
-        users.resolve(args)
-    except users.UsersError as exc:
-        terminal.fail(str(exc))
-    return False
 
 
 def serve(args):

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Which statements of recorded answers the support check calls "gestützt": by question type, answered right or
-wrong, with and without the question's nouns (rag/answer/support.py SUBJECT_SHARE); and which fact answers the
+wrong, with and without the question's nouns (rag/check/support.py SUBJECT_SHARE); and which fact answers the
 grounding check withdraws, as recorded and with today's code (support.grounding, support.gap). No model: the
 answers come from `evaluate.py --answers --out FILE`, the sources from the same index searched again.
 
@@ -19,8 +19,8 @@ import json
 import common  # noqa: F401  (puts the repository on sys.path)
 
 from rag import core
-from rag.answer import support
-from rag.core import GROUNDED
+from rag.check import support
+from rag.check.pipeline import GROUNDED
 from rag.answer.prompt import NO_INFO
 
 

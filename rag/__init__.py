@@ -6,9 +6,12 @@
     privacy   personal data: check digits, names, addresses, masking with numbered placeholders
     store     the index: one interface, SQLite and PostgreSQL + pgvector, the packed vectors and their exact scan
     models    llama.cpp and HTTP: one client, embeddings (binary, server), the answer server, starting llama-server
-    ingest    files to chunks: pages and front matter, chunking, formats (PDF, HTML, Word), hidden text
-    search    ranking (lexical cascade, vectors, fusion), query expansion, follow-ups
-    answer    the prompt, what the model sees, the answerability, support, fact and injection checks, the audit log
+    audit     the audit log: one JSON line per answer, redacted when a page is forgotten
+    ingest    files to chunks: pages and front matter, chunking, formats (PDF, HTML, Word), hidden text;
+              forgetting a page for good
+    search    ranking (lexical cascade, vectors, fusion), widening sections, query expansion, follow-ups
+    answer    before the model: what it sees, the one chooser, the prompt, whether it is asked, the guard
+    check     after the model: citations, support, facts, echo, see-also, the guard's answer side
     core      the question pipeline: embed → rank → protect → prompt → stream → check → audit, as events
     doors     who asks in which format: terminal, shared flags, web page, OpenAI-compatible API, MCP
 

@@ -18,9 +18,9 @@ Events, in this order (a door turns each into its own format and adds nothing el
     prompt    the prompt text sent to the model (only when the model is asked)
     piece     a piece of the answer as it streams (leading/trailing whitespace trimmed)
     checks    {"citations", "unsupported", "guard", "answered_by", …}: which [n] are valid, which numbers no
-              source has, what rag/answer/guard.py removed from the prompt and flagged or withheld in the answer,
+              source has, what the guard removed from the prompt and flagged or withheld in the answer,
               whether the model wrote the answer or it is a section verbatim ("source"), and "see_also": up to
-              two uncited sources of other sections (rag/answer/see_also.py; after a refusal the best two)
+              two uncited sources of other sections (rag/check/see_also.py; after a refusal the best two)
     done      the Answer: everything above, plus timings, as the audit log stores it
 
 The core never prints, never reads sys.argv and knows nothing of terminals or HTTP. Expected
@@ -32,25 +32,24 @@ import dataclasses
 import time
 
 from rag import config
-from rag.answer import audit
+from rag.audit import log as audit
 from rag.answer import choose
 from rag.answer import context
 from rag.answer import guard
+from rag.check import guard as answer_guard
 from rag.answer import prompt as answer
-from rag.answer import see_also
-from rag.answer import subsections
+from rag.check import see_also
 from rag.models import embed_binary as embedder
 from rag.models import embed_query
 from rag.privacy import mask as privacy
 from rag.search import expand
 from rag.search import ranking as search
 from rag.search import solutions
+from rag.search import subsections
 from rag import store
 from rag.text import german
 
 TOP_K = 4  # chunks in the prompt (as in the post)
-GROUNDED = 0.3  # a fact answer is withdrawn when the passages holding its facts name less of the question's
-#                 words than this (rag/answer/support.py grounding; wiki/: out-of-wiki answers ≤ 0.25, right ones ≥ 0.33)
 FACT_SOURCES = 2  # sources a fact answer's model reads: 4 -> 2 read ~40 % fewer tokens, facts held (docs/messwerte.md)
 MAX_TOKENS = {"fact": 160, "howto": 400}  # answer length limit by question type; one sentence needs 20–50 tokens,
 #             8 steps with their commands up to ~350
@@ -112,21 +111,21 @@ class Answer:
     model: str = None
     prompt: str = None
     kind: str = None  # "howto" or "fact" (rag/answer/context.py)
-    answered_by: str = None  # "model", "source": a how-to's steps verbatim (steps="source"), "line": rag/answer/echo.py
+    answered_by: str = None  # "model", "source": a how-to's steps verbatim (steps="source"), "line": rag/check/echo.py
     answerable: dict = None  # {"p_yes", "threshold", "refused"} of the check before the answer
-    grounding: dict = None  # a fact answer's {"facts", "coverage", "needed", "refused"} (rag/answer/support.py grounding);
+    grounding: dict = None  # a fact answer's {"facts", "coverage", "needed", "refused"} (rag/check/support.py grounding);
     #                        when refused also "answer", the model's answer that was withdrawn
     citations: dict = None
-    evidence: list = None  # [{"n", "text"}]: verbatim source units that support the answer (rag/answer/support.py)
+    evidence: list = None  # [{"n", "text"}]: verbatim source units that support the answer (rag/check/support.py)
     support: list = None  # per statement: {"text", "cited", "supported_by", "verdict"}
-    unsupported: list = None  # numbers, dates, §, commands no cited source has (rag/answer/factcheck.py)
-    guard: dict = None  # what rag/answer/guard.py removed from the prompt, flagged and withheld in the answer
+    unsupported: list = None  # numbers, dates, §, commands no cited source has (rag/check/factcheck.py)
+    guard: dict = None  # what the guard removed from the prompt, flagged and withheld (rag/check/guard.py)
     timings: dict = dataclasses.field(default_factory=dict)  # seconds per step, llama-server's timings, and what the
     #   model read before the first token: "read" [{"call": "search"|"choose"|"check"|"answer", "prompt_n", "cached"}],
     #   "read_before_first_token" their prompt_n summed (None: a server without timings)
     searched: expand.Searched = None  # the rewritten follow-up, the expansions (None: the question as asked)
     see_also: list = dataclasses.field(default_factory=list)  # [{"n", "path", "heading"}]: up to two sources of
-    #   other sections the answer did not cite, best first (rag/answer/see_also.py); a refusal's: the best two
+    #   other sections the answer did not cite, best first (rag/check/see_also.py); a refusal's: the best two
 
     def as_json(self):
         """The answer as `ask_rag.py --json` prints it (and the API and MCP return it)."""
@@ -249,7 +248,7 @@ def prompt_for(question, retrieval, settings, question_kind, chat):
 
 
 # -- 5. stream -------------------------------------------------------------------------------------
-def stream(question, retrieval, settings, result, shield):
+def stream(question, retrieval, settings, result, screen):
     """Select the context, check that it answers the question, then ask for the answer; yields the
     prompt and answer events and fills `result` (an Answer)."""
     from rag.answer import answerable, judge
@@ -258,7 +257,7 @@ def stream(question, retrieval, settings, result, shield):
         info = llm.server_info(settings.server, settings.api_key, settings.llm_model_name)
         chat = info["chat_template"] if settings.prompt_format == "auto" else settings.prompt_format == "chat"
         result.model = info.get("model")
-        guarded = shield.guarded(retrieval)  # prompt copies: no live instruction
+        guarded = screen.shield.guarded(retrieval)  # prompt copies: no live instruction
         prefix, result.prompt, procedure = prompt_for(question, guarded, settings, result.kind, chat)
         limit = answerable.threshold(result.model) if settings.answer_threshold is None else settings.answer_threshold
         started = time.monotonic()  # first_token_s counts from here: the check is part of the wait
@@ -266,7 +265,7 @@ def stream(question, retrieval, settings, result, shield):
         verbatim = result.kind == "howto" and settings.steps == "source"
         section_limit = answerable.section_threshold(result.model) if limit else None
         if verbatim and chat and section_limit:  # how-to: the model judges the section to be printed, nothing else
-            for kind, data in judge.verbatim(question, guarded, settings, result, shield, section_limit, read, started):
+            for kind, data in judge.verbatim(question, guarded, settings, result, screen, section_limit, read, started):
                 yield Event(kind, data)
             return
         if chat and limit:  # no threshold measured for this model (or 0): no check
@@ -286,7 +285,7 @@ def stream(question, retrieval, settings, result, shield):
             result.answered_by, result.prompt = "source", answerable.check_text(prefix) if chat and limit else None
             result.timings["first_token_s"] = round(time.monotonic() - started, 3)
             result.timings["read_before_first_token"] = llm.total_read(read)  # the lines shown need no answer request
-            result.text = "".join(shield.screen([steps]))
+            result.text = "".join(screen.screen([steps]))
             yield Event("piece", result.text)
             return
         result.answered_by = "model"
@@ -296,7 +295,7 @@ def stream(question, retrieval, settings, result, shield):
         pieces, llm_timings = [], {}
         max_tokens = settings.max_tokens or MAX_TOKENS[result.kind]
         prefill = answer.prefill(result.kind, procedure) if chat and info.get("prefill") else None
-        for piece in shield.screen(llm.trimmed(llm.until_loop(llm.stream_answer(
+        for piece in screen.screen(llm.trimmed(llm.until_loop(llm.stream_answer(
                 settings.server, result.prompt, chat, max_tokens, llm_timings, api_key=settings.api_key,
                 model_name=settings.llm_model_name, prefill=prefill, system=answer.SYSTEM)))):
             if not pieces:
@@ -336,46 +335,19 @@ def ask(question, settings, history=()):
         else:
             result.llm_called = True
             shield = guard.Shield(retrieval.sources, settings.guard != "off")  # prompt copies: no live instruction
-            yield from stream(expand.with_previous(question, result.searched), retrieval, settings, result, shield)
-            yield Event("checks", check(result, retrieval, question, masker, shield))
+            screen = answer_guard.Screen(shield)  # the answer read against them (rag/check/guard.py)
+            yield from stream(expand.with_previous(question, result.searched), retrieval, settings, result, screen)
+            yield Event("checks", check(result, retrieval, question, masker, screen))
         result.text = masker.mask(result.text)  # a value the model wrote itself stays out of the log
     write_audit(settings, result, raw_sources, meta)
     yield Event("done", result)
 
 
 # -- 6. check --------------------------------------------------------------------------------------
-def check(result, retrieval, question, masker, shield):
-    """The checks of an answer, in this order: a fact answer's grounding (withdrawn when its facts stand only in
-    passages about something else, rag/answer/support.py grounding; replaced when it only repeats the question,
-    rag/answer/echo.py), evidence and supported citations (rag/answer/support.py; a model's [n] that does not
-    support its statement is replaced by the one that does), valid citation numbers, the fact check
-    (rag/answer/factcheck.py), the injection guard (rag/answer/guard.py). Fills `result`; returns them as one dict."""
-    from rag.answer import echo, factcheck, support  # only after an answer: --retrieve-only does not load them
-    if result.answered_by == "model" and result.kind == "fact":  # a number said of something else: withdrawn
-        result.grounding = support.grounding(question, masker.mask(result.text), retrieval.sources, retrieval.vocab)
-        if result.grounding is not None:  # measured on the answer as masked as the sources
-            result.grounding.update(needed=GROUNDED, why=support.gap(result.grounding, GROUNDED))
-            if result.grounding.setdefault("refused", bool(result.grounding["why"])):
-                result.grounding["answer"], result.text = masker.mask(result.text), answer.NO_INFO
-    if result.answered_by == "model" and result.kind == "fact" and echo.says_nothing(question, result.text):
-        result.grounding, result.text, result.answered_by = echo.replace(  # it only repeats the question
-            question, masker.mask(result.text), retrieval.sources, retrieval.vocab)
-    by_model = result.answered_by == "model"  # the model's [n] are checked and corrected, a verbatim section's not
-    found = support.check(result.text, retrieval.sources, retrieval.vocab, correct=by_model, question=question)
-    if by_model:
-        result.text = found["answer"]  # each statement cites the source that supports it (rag/answer/support.py rewrite)
-    cited = result.text.split("\n", 1)[0] if not by_model else result.text  # verbatim steps: a "[3]" inside
-    result.citations = answer.check_citations(cited, len(retrieval.sources))  # wiki text is no citation
-    result.evidence = found["evidence"]  # from the sources, which are masked already
-    result.support = [{**s, "text": masker.mask(s["text"])} for s in found["statements"]]  # the model's words
-    result.unsupported = [masker.mask(claim) for claim in factcheck.unsupported_in(
-        result.text, retrieval.sources, result.citations["valid"], question)]
-    result.text, result.guard = shield.check(result.text, mask=masker.mask)
-    result.evidence = [e for e in result.evidence if not shield.removed(e["text"])]  # never an injection as evidence
-    result.see_also = see_also.pick(retrieval.sources, result.citations["valid"])  # a refusal cites none: the best
-    return {"evidence": result.evidence, "support": result.support, "citations": result.citations,
-            "unsupported": result.unsupported, "guard": result.guard, "answered_by": result.answered_by,
-            "grounding": result.grounding, "see_also": result.see_also}
+def check(result, retrieval, question, masker, screen):
+    """The checks of an answer, in their order (rag/check/pipeline.py); fills `result`, returns them as one dict."""
+    from rag.check import pipeline  # only after an answer: --retrieve-only does not load the checks
+    return pipeline.check(result, retrieval, question, masker, screen)
 
 
 def run(question, settings, history=()):
@@ -387,7 +359,7 @@ def run(question, settings, history=()):
 
 # -- 7. audit --------------------------------------------------------------------------------------
 def write_audit(settings, result, raw_sources, meta):
-    """One JSON line per answer (rag/answer/audit.py); nothing for --retrieve-only or with audit=""."""
+    """One JSON line per answer (rag/audit/log.py); nothing for --retrieve-only or with audit=""."""
     if result.text is None or settings.audit == "":
         return
     path = settings.audit or audit.default_path(settings.db)

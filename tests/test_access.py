@@ -13,9 +13,10 @@ import requests
 from conftest import assert_one_error_line, run_script, write_wiki
 from fake_server import FakeLlamaServer
 from rag import core
-from rag.answer import audit
+from rag.audit import log as audit
 from rag import store
-from rag.doors import common, mcp_server, users
+from rag.doors import common, mcp_server
+from rag.store import users
 from rag.ingest import access_rules
 from rag.store import access, sqlite
 from rag.store.access import EVERYTHING, Reader

@@ -6,7 +6,7 @@ from rag.answer import context
 from rag.answer import prompt as answer
 from rag.models import llm
 from rag.search.ranking import Source
-from rag.text import german, sentences
+from rag.text import german, sentences, units
 
 STEPS = """Diese Anleitung beschreibt das Anlegen.
 
@@ -42,7 +42,7 @@ def test_sentences_do_not_split_after_abbreviations_or_ordinals():
 
 
 def test_units_keep_items_code_rows_and_sentences_whole():
-    found = context.units(STEPS + "\n\n| Gruppe | Quota |\n| Lager | 2 GB |")
+    found = units.units(STEPS + "\n\n| Gruppe | Quota |\n| Lager | 2 GB |")
     kinds = [u.kind for u in found]
     assert kinds == ["sentence", "item", "item", "item", "item", "code", "row", "row"]
     assert found[5].text.startswith("```bash") and found[5].text.endswith("```")
@@ -57,15 +57,15 @@ def test_units_keep_items_code_rows_and_sentences_whole():
     ("2. Dienst starten\n3. prüfen", [("item", "2. Dienst starten"), ("item", "3. prüfen")]),
 ])
 def test_units_a_numbered_line_inside_a_paragraph_continues_it_unless_it_is_1_or_a_bullet(content, expected):
-    assert [tuple(u) for u in context.units(content)] == expected
+    assert [tuple(u) for u in units.units(content)] == expected
 
 
 def test_units_a_code_block_indented_under_a_list_item_stands_as_its_closing_fence():
     content = "1. Führe aus:\n\n    ```sql\n    UPDATE s SET v = 1;\n      -- Kommentar\n    ```\n\n    Dabei ist s die Tabelle."
-    assert [tuple(u) for u in context.units(content)] == [
+    assert [tuple(u) for u in units.units(content)] == [
         ("item", "1. Führe aus:"), ("code", "```sql\nUPDATE s SET v = 1;\n  -- Kommentar\n```"),
         ("sentence", "Dabei ist s die Tabelle.")]
-    assert context.units("```\n    eingerückt\n```")[0].text == "```\n    eingerückt\n```"  # its own indent stays
+    assert units.units("```\n    eingerückt\n```")[0].text == "```\n    eingerückt\n```"  # its own indent stays
 
 
 def test_steps_keep_each_first_sentence_and_a_later_command():
@@ -166,8 +166,8 @@ def test_share_yes_reads_yes_and_no_spellings():
     assert answerable.share_yes([{"token": "Vielleicht", "logprob": -0.1}]) is None
 
 
-# -- rag/answer/support.py --------------------------------------------------------------------------------
-from rag.answer import support  # noqa: E402
+# -- rag/check/support.py --------------------------------------------------------------------------------
+from rag.check import support  # noqa: E402
 
 SOURCES = [source("a.md", "Mailbox", "Die Mailbox ist wichtig. Das Passwort steht im Tresor der IT."),
            source("a.md", "Mailbox › Anlegen", STEPS)]

@@ -1,4 +1,4 @@
-"""The fact check (rag/answer/factcheck.py): German folding pairs, which sources are looked up, the eval
+"""The fact check (rag/check/factcheck.py): German folding pairs, which sources are looked up, the eval
 set, and what ask_rag.py shows, prints as JSON and writes to the audit log.
 
 Each folding pair is checked the way ask_rag.py checks an answer: the claim inside a short
@@ -12,7 +12,7 @@ import pytest
 
 from conftest import ROOT, load_json, run_script, write_wiki
 from fake_server import FakeLlamaServer
-from rag.answer.factcheck import claims, describe, unsupported
+from rag.check.factcheck import claims, describe, unsupported
 from rag.ingest import chunking
 
 CONTRACT = "Rahmenvertrag › § 7 Kündigung\n\nDer Vertrag kann mit einer Frist von 3 Monaten gekündigt werden."
@@ -277,8 +277,8 @@ def test_without_llm_call_unsupported_is_null(env):
     assert load_json(result.stdout)["unsupported"] is None
 
 
-def test_claims_live_in_their_own_module_with_their_keys():  # rag/answer/claims.py (found), factcheck.py (checked)
-    from rag.answer import claims as found
+def test_claims_live_in_their_own_module_with_their_keys():  # rag/check/claims.py (found), factcheck.py (checked)
+    from rag.check import claims as found
     assert [(c.text, c.kind, c.needs) for c in found.claims("Die Frist beträgt 14 Tage [1], ab dem 1. März 2025.")] == \
         [("14 Tage", "quantity", (("dur:1209600",),)), ("1. März 2025", "date", (("date:2025-3-1",),))]
     assert claims is found.claims

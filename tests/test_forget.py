@@ -17,8 +17,9 @@ import requests
 from conftest import SMALL_WIKI, run_script, write_wiki
 from fake_server import FakeLlamaServer
 from rag import store
-from rag.answer import audit
-from rag.doors import forget
+from rag.audit import log as audit
+from rag.doors import audit_show
+from rag.ingest import forget
 from rag.store import proof, sqlite_file
 from serving import Serving, sse_events
 
@@ -76,7 +77,7 @@ def test_redact_keeps_count_time_and_hashes_and_nothing_of_the_text(tmp_path):
         assert e["chunks"][0]["sha256"] in ("a" * 64, "c" * 64) and "heading" not in e["chunks"][0]
     assert "Quarkbrot" not in log.read_text(encoding="utf-8").replace("Mit cm.", "")
     assert audit.redact(str(log), {"c" * 64}, {CANARY_PATH}) == 0  # done is done
-    assert "Frage:     [vergessen]" in audit.show(str(log), 1)
+    assert "Frage:     [vergessen]" in audit_show.show(str(log), 1)
 
 
 def test_select_refuses_a_page_still_in_the_wiki_and_an_unknown_one(tmp_path):

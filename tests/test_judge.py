@@ -4,7 +4,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from rag.answer import choose, context, judge, support
+from rag.answer import choose, context, judge
+from rag.check import support
 from rag.text import pointers
 
 

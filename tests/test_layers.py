@@ -17,9 +17,11 @@ LAYERS = [  # lowest first; a module imports only from its own room or the rooms
     "privacy",  # personal data: check digits, names, addresses, masking
     "store",    # SQLite and PostgreSQL behind one interface, the packed vectors
     "models",   # HTTP client, embeddings, the answer server, starting llama.cpp
+    "audit",    # the audit log: one JSON line per answer, redacted when a page is forgotten
     "ingest",   # files to pages to chunks, the formats, the indexing run
     "search",   # ranking, expansion, follow-ups
-    "answer",   # prompt, context, checks, audit
+    "answer",   # before the model: context, the chooser, prompt, answerability, the guard's prompt side
+    "check",    # after the model: citations, support, facts, echo, see-also, the guard's answer side
     "core",     # the question pipeline
     "doors",    # terminal, flags, web page, OpenAI API, MCP
 ]

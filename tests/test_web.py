@@ -62,7 +62,7 @@ def test_events_stream_in_order_with_the_chunk_text_as_data(env):
     with FakeLlamaServer(answer=["Mit cm", " [1]."]) as fake, Serving({**env, "LLAMA_SERVER_URL": fake.url}) as server:
         events = ask(server.url)
     kinds = [kind for kind, _ in events]
-    # pieces stream word by word (rag/answer/guard.py holds a word back until it is complete)
+    # pieces stream word by word (rag/check/guard.py holds a word back until it is complete)
     assert kinds[:2] == ["sources", "asking"] and kinds[-2:] == ["checks", "done"] and set(kinds[2:-2]) == {"piece"}
     assert len(kinds) - 4 >= 2
     sources = events[0][1]["sources"]

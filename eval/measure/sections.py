@@ -8,7 +8,7 @@ verbatim, today's (rag/answer/context.py best_section) and the chooser's (rag/an
 
 Counted per question: the chosen source is the expected section (eval/measure/retrieval.py matches), the
 expected section is among the top-k sources at all (the ceiling of any choice), and it is the chosen one
-or one of its two runners-up (rag/answer/see_also.py pick), and the chosen section printed verbatim
+or one of its two runners-up (rag/check/see_also.py pick), and the chosen section printed verbatim
 (rag/answer/prompt.py steps_answer) holds all the line's key steps (eval/measure/common.py has_facts). Several sets: --questions a,b --db a.db,b.db
 (pairs in order); --tune fits choose.WEIGHTS by grid search over all of them together.
 
@@ -20,7 +20,8 @@ from collections import namedtuple
 from types import SimpleNamespace
 
 from rag import core
-from rag.answer import choose, context, prompt, see_also
+from rag.answer import choose, context, prompt
+from rag.check import see_also
 
 from eval.measure import retrieval
 from eval.measure.common import has_facts, read_jsonl

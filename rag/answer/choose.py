@@ -11,7 +11,7 @@ Signals of the source at position n (0-based) of the fused ranking:
   rank       1 / (n + 1)
   cosine     its cosine minus the best cosine among the sources (0 for the closest; 0 without cosines)
   heading    IDF-weighted share of the question's content words in its heading path (context.score)
-  shape      1 for a procedure's shape: numbered steps, a code block, bullets (context.shaped)
+  shape      1 for a procedure's shape: numbered steps, a code block, bullets (rag/text/units.py)
   substance  characters that are not a link, a heading or a note label, as a share of SUBSTANCE_FULL (at most 1)
   intro      1 for a page's opening chunk (context.is_intro)
   pointer    1 for a section that mostly points elsewhere: a link or "siehe …" and under POINTER_CHARS else
@@ -20,7 +20,7 @@ Signals of the source at position n (0-based) of the fused ranking:
              "Symptome", "Fehlermeldungen", "Ursache"); 0 else (rag/text/roles.py)
 Score: the sum of WEIGHTS × signals; ties keep the better rank.
 
-Does not handle: joining a parent section and its subsections (rag/answer/subsections.py does, before),
+Does not handle: joining a parent section and its subsections (rag/search/subsections.py does, before),
 meaning beyond shared words (a heading in other words than the question's scores 0).
 """
 import re
@@ -29,6 +29,7 @@ from collections import namedtuple
 from rag.answer import context
 from rag.ingest import markup
 from rag.text import roles
+from rag.text.units import shaped
 
 Signals = namedtuple("Signals", "rank cosine heading shape substance intro pointer role", defaults=(0,))
 
@@ -68,7 +69,7 @@ def signals(source, n, top_cosine, terms, weights, vocab):
     cosine = 0.0 if source.cosine is None or top_cosine is None else source.cosine - top_cosine
     return Signals(rank=1.0 / (n + 1), cosine=cosine,
                    heading=context.score(source.heading or "", terms, weights, vocab) if terms else 0.0,
-                   shape=int(context.shaped(source.content)),
+                   shape=int(shaped(source.content)),
                    substance=min(1.0, substance(source.content) / SUBSTANCE_FULL),
                    intro=int(context.is_intro(source)), pointer=int(is_pointer(source.content)),
                    role=roles.role(source.heading))

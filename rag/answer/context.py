@@ -3,8 +3,6 @@ code blocks that bear on the question, and whether the question asks how to do s
 
     kind("Wie lege ich in Cyrus IMAP eine neue Mailbox an?")  -> "howto"
     kind("Wie lange ist die Kündigungsfrist?")                -> "fact"
-    units("Erst A. Dann B.\\n\\n1. `cm` anlegen\\n2. `sq` setzen")
-    -> [Unit("sentence", "Erst A."), Unit("sentence", "Dann B."), Unit("item", "1. `cm` anlegen"), …]
     select(question, sources, terms, weights, vocab, "howto")
     -> ([the shortened text of each source, in order], 2)   (2: the procedure, kept whole, is source [2])
 
@@ -20,17 +18,17 @@ Why: four chunks of 1,200 characters each are ~950 prompt tokens, 6.6 s before t
 (By default the model does not write a how-to answer at all: rag/answer/choose.py picks the section that
 rag/answer/prompt.py steps_answer() shows verbatim; best_section() is the choice it replaced, measured against it by
 `evaluate.py --sections`; best_procedure() serves --steps model and the check's prompt.)
-Units are never cut or rewritten: what the model sees is verbatim wiki text (so is the evidence,
-rag/answer/support.py). A unit's score is the IDF-weighted share of the question's content words in it,
+Units (rag/text/units.py) are never cut or rewritten: what the model sees is verbatim wiki text (so is the evidence,
+rag/check/support.py). A unit's score is the IDF-weighted share of the question's content words in it,
 with the German matching of the search (compounds, stems, umlauts; rag/text/german.py).
 
 Does not handle: meaning beyond shared words (a unit that answers in other words scores 0 and is
 kept only as its source's best unit), lists nested in tables, headings inside a chunk.
 """
 import re
-from collections import namedtuple
 
 from rag.text import german, pointers, sentences
+from rag.text.units import NUMBERED, is_procedure, shaped, units
 
 BUDGET = 1600  # characters of source text in the prompt, all sources together (~480 tokens)
 FIRST_SHARE = 0.45  # the first source may use this share of BUDGET; the others share the rest
@@ -39,8 +37,6 @@ PROCEDURE_MAX = 2000  # a how-to procedure longer than this is cut to its best u
 SHAPE_BONUS = 0.01  # best_section(): cosine bonus for a numbered list, code block or bullets, and the penalty for
 INTRO_PENALTY = 0.01  # a page's opening chunk (measured on the how-to questions of eval/answers.jsonl: docs/messwerte.md)
 KEEP_RATIO = 0.5  # a unit is kept while its score is at least this share of its source's best unit
-
-Unit = namedtuple("Unit", "kind text")  # kind: sentence | item | row | code
 
 QUANTITY = (r"(?:lang\w*|viel\w*|hoch|gro(?:ß|ss)|oft|alt|weit|schnell|teuer|spät|spaet|früh|frueh|schwer|breit|"
             r"heißt|heisst|hei(?:ß|ss)en|lautet|war|ist|sind)\b")  # "wie lange …?" asks for a fact
@@ -54,11 +50,6 @@ HOWTO_WORDS = re.compile(  # verbs of a procedure anywhere in the question
     r"aktivieren|deaktivieren|verbinden|bestellen|einbinden|freigeben|sperren|entsperren|melden|tauschen|"
     r"austauschen|umziehen|löschen|loeschen|hinzufügen|hinzufuegen|starten|neu\s+starten|aktualisieren|updaten|"
     r"einstellen|ändern|aendern|vorgehen)\b", re.I)
-LIST_ITEM = re.compile(r"^\s*(?:[-*+•]|\d{1,2}[.)])\s+")
-ORDERED = re.compile(r"^\s*(\d{1,2})[.)]\s+")
-NUMBERED = re.compile(r"^\s*\d{1,2}[.)]\s+", re.M)
-BULLET = re.compile(r"^\s*[-*+•]\s+", re.M)
-FENCE = re.compile(r"^\s*(```|~~~)")
 
 
 def kind(question, sources=()):
@@ -77,55 +68,6 @@ def kind(question, sources=()):
     return "fact"
 
 
-def starts_item(line, in_paragraph):
-    """A list item begins at this line. Inside a running paragraph only a bullet or "1." does (as in
-    CommonMark): a wrapped line of a scan or PDF continues its sentence.
-    Examples: ("12. bis 16. August geschlossen.", True) -> False; ("2. Dienst starten", False) -> True
-    """
-    ordered = ORDERED.match(line)
-    return bool(LIST_ITEM.match(line)) and not (in_paragraph and ordered and ordered.group(1) != "1")
-
-
-def units(content):
-    """The chunk text as whole units in order: code blocks, list items (with their continuation
-    lines), table rows, and the sentences of every other paragraph. Joined with newlines, the units'
-    texts hold every word of the chunk (only blank lines and indentation differ)."""
-    out, lines, fence, paragraph = [], content.split("\n"), None, []
-
-    def flush():
-        if paragraph:
-            out.extend(Unit("sentence", s) for s in sentences.split(" ".join(x.strip() for x in paragraph)))
-            paragraph.clear()
-
-    for line in lines:
-        if fence is not None:
-            fence.append(line)
-            if FENCE.match(line):  # a fence indented under a list item: the block as its closing fence stands
-                pad = len(line) - len(line.lstrip(" "))
-                out.append(Unit("code", "\n".join(x[min(pad, len(x) - len(x.lstrip(" "))):] for x in fence)))
-                fence = None
-            continue
-        if FENCE.match(line):
-            flush()
-            fence = [line]
-        elif not line.strip():
-            flush()
-        elif starts_item(line, bool(paragraph)):
-            flush()
-            out.append(Unit("item", line.rstrip()))
-        elif line.lstrip().startswith("|") or line.count(" | ") >= 1:
-            flush()
-            out.append(Unit("row", line.strip()))
-        elif out and out[-1].kind == "item" and line.startswith((" ", "\t")) and not paragraph:
-            out[-1] = Unit("item", out[-1].text + "\n" + line.rstrip())
-        else:
-            paragraph.append(line)
-    if fence is not None:  # an unclosed fence runs to the end of the chunk
-        out.append(Unit("code", "\n".join(fence)))
-    flush()
-    return out
-
-
 def score(text, terms, weights, vocab):
     """IDF-weighted share of the question's content words in a text (0…1).
 
@@ -134,11 +76,6 @@ def score(text, terms, weights, vocab):
     tokens = set(german.index_text(text, vocab).split())
     total = sum(weights) or 1.0
     return sum(w for term, w in zip(terms, weights) if term.found_in(tokens)) / total
-
-
-def is_procedure(content):
-    """A chunk with a numbered list (two steps or more) or a code block."""
-    return len(NUMBERED.findall(content)) >= 2 or "```" in content or "~~~" in content
 
 
 def steps(content):
@@ -170,11 +107,6 @@ def best_procedure(sources, terms, weights, vocab):
     candidates = [(-score(f"{s.heading}\n{s.content}", terms, weights, vocab), n)
                   for n, s in enumerate(sources) if is_procedure(s.content) and len(s.content) <= PROCEDURE_MAX]
     return min(candidates)[1] if candidates else None
-
-
-def shaped(content):
-    """A chunk that reads like a procedure: a numbered list, a code block or at least two bullet items."""
-    return is_procedure(content) or len(BULLET.findall(content)) >= 2
 
 
 def is_intro(source):

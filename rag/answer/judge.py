@@ -87,7 +87,7 @@ def as_answerable(verdict, threshold):
             "refused": verdict.refused, "judged": verdict.judged, "on": "section"}
 
 
-def verbatim(question, guarded, settings, result, shield, limit, read, started):
+def verbatim(question, guarded, settings, result, screen, limit, read, started):
     """The core's how-to step (rag/core.py stream): the finalists judged, the first accepted printed verbatim, none
     accepted the refusal. Fills `result` (a core Answer); yields the core's events as (kind, data) pairs:
     ("asking", "section"), then ("piece", the section's lines) unless refused."""
@@ -105,5 +105,5 @@ def verbatim(question, guarded, settings, result, shield, limit, read, started):
     source = guarded.sources[verdict.chosen]
     result.answered_by, result.prompt = "source", answerable.check_text(section_prefix(question, source))
     result.timings["first_token_s"] = round(time.monotonic() - started, 3)
-    result.text = "".join(shield.screen([answer.steps_answer(verdict.chosen + 1, source.content) or answer.NO_INFO]))
+    result.text = "".join(screen.screen([answer.steps_answer(verdict.chosen + 1, source.content) or answer.NO_INFO]))
     yield "piece", result.text

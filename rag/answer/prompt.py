@@ -1,17 +1,17 @@
-"""The prompt (sources numbered [1]…[n], quoted as data) and the citation check of an answer.
+"""The prompt: sources numbered [1]…[n], quoted as data, the question, and what the answer must look like.
 
-    check_citations("Mit cm [1], Quota per sq [9].", 4)
-    -> {"cited": [1, 9], "valid": [1], "unknown": [9]}
+    build_prompt("Wie groß darf mein Postfach sein?", sources, chat=True)
+    -> SYSTEM + "\n\n<<<QUELLE [1]: mail/quota.md › Quota>>>\n…\n<<<ENDE QUELLE [1]>>>\n\nFrage: …\nAntworte …"
 
 The wiki text is wrapped in delimiters and introduced as quoted material, never as instructions;
 a delimiter inside a chunk is defused, and a flagged chunk carries a warning in its header.
 
-Does not handle: checking that a cited source really supports the sentence (that needs a judge).
+Does not handle: checking what came back (rag/check/: citations, support, facts, the guard's answer side).
 """
 import os
 import re
 
-from rag.answer import context
+from rag.text.units import units
 from rag.search import followups
 from rag.models.llm import split_chat  # noqa: F401  (split_chat(prompt, SYSTEM): the chat messages)
 
@@ -52,7 +52,6 @@ OPEN, CLOSE = "<<<QUELLE [{n}]: {where}>>>", "<<<ENDE QUELLE [{n}]>>>"  # [n]: a
 IMAGE = re.compile(  # a Markdown image (also as a link to itself, as MkDocs pages write it) or an HTML <img>
     r"\[!\[(?P<linked>[^\]]*)\]\([^)]*\)\]\([^)]*\)|!\[(?P<plain>[^\]]*)\]\([^)]*\)|<img\b(?P<attrs>[^>]*)>", re.I)
 ALT = re.compile(r"""\balt\s*=\s*(?:"([^"]*)"|'([^']*)')""", re.I)
-CITATION = re.compile(r"\[(\d+(?:\s*[,;]\s*\d+)*)\]")
 LABELLED = re.compile(r"\[\s*(?:quelle|source)\s*\[?\s*(\d+)\s*\]?\s*\]", re.I)  # "[Quelle [2]]" -> [2]
 
 
@@ -112,7 +111,7 @@ def steps_answer(procedure, section):
     Example: steps_answer(2, "Als Admin:\n\n1. Per SSH anmelden.\n2. Mit `cm` anlegen. Wert in KB.")
              -> "Laut Quelle [2]:\nAls Admin:\n1. Per SSH anmelden.\n2. Mit `cm` anlegen. Wert in KB."
     """
-    lines = [unit.text if unit.kind == "code" else pictures(unit.text) for unit in context.units(section or "")]
+    lines = [unit.text if unit.kind == "code" else pictures(unit.text) for unit in units(section or "")]
     return "\n".join([f"Laut Quelle [{procedure}]:", *lines]) if lines else None
 
 
@@ -155,26 +154,3 @@ def context_part(question, sources, chat=False, texts=None):
         parts += [OPEN.format(n=n, where=where), defuse(text), CLOSE.format(n=n), ""]
     parts.append(f"Frage: {question.strip()}")
     return "\n".join(parts)
-
-
-def describe_citations(citations):
-    """One line for the reader.
-
-    Example: {"cited": [1, 9], "valid": [1], "unknown": [9]} -> "[1] gültig; unbekannt: [9]"
-    """
-    if not citations["cited"]:
-        return "Keine Quelle genannt"
-    line = ", ".join(f"[{c}]" for c in citations["valid"]) + " gültig" if citations["valid"] else "keine gültig"
-    if citations["unknown"]:
-        line += "; unbekannt: " + ", ".join(f"[{c}]" for c in citations["unknown"])
-    return line
-
-
-def check_citations(answer, n_sources):
-    """Which [n] the answer cites, which exist (1…n_sources) and which do not; integers, sorted."""
-    cited = set()
-    for group in CITATION.findall(answer):
-        cited.update(int(x) for x in re.split(r"\s*[,;]\s*", group))
-    cited = sorted(cited)
-    return {"cited": cited, "valid": [c for c in cited if 1 <= c <= n_sources],
-            "unknown": [c for c in cited if not 1 <= c <= n_sources]}

@@ -10,7 +10,7 @@ stdin/stdout (the stdio transport), the handshake (initialize, then notification
 ping, tools/list and tools/call. A tool's result comes as structuredContent and, for clients that
 read only text, as the same JSON in one text block. ask_wiki's result is what the web page and the
 API get (rag/doors/common.py: `ask_rag.py --json`'s object plus the checks), plus the runners-up as the
-terminal's line (see_also_line, rag/answer/see_also.py). stdout carries nothing but
+terminal's line (see_also_line, rag/check/see_also.py). stdout carries nothing but
 protocol messages; notes go to stderr. An expected failure (no index, unknown folder, model server
 down) is a tool result with isError and the German line, so the calling model can read it.
 
@@ -27,7 +27,7 @@ import os
 import sys
 
 from rag import core
-from rag.answer import see_also
+from rag.check import see_also
 from rag.doors import common as doors
 
 PROTOCOL_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")  # the handshake's, newest first

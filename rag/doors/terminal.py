@@ -21,9 +21,10 @@ import time
 
 from rag import core
 from rag.answer import choose
-from rag.answer import guard
 from rag.answer import prompt
-from rag.answer import see_also
+from rag.check import citations as citations_check
+from rag.check import guard
+from rag.check import see_also
 from rag.doors import flags
 from rag.privacy import mask as privacy
 from rag.search import expand
@@ -159,7 +160,7 @@ def print_sources(result, citations, out):
         print(f"  [{n}] {prompt.source_label(s)}  (Score {s.score:.4f}{cos}; {ranks})"
               + (f"  – {'; '.join(marks)}" if marks else ""), file=out)
     if citations is not None:
-        print("Zitate: " + prompt.describe_citations(citations), file=out)
+        print("Zitate: " + citations_check.describe_citations(citations), file=out)
 
 
 def judged_line(answerable):
@@ -178,7 +179,7 @@ def print_answer(done, out):
     elif done.answerable and done.answerable["refused"]:
         print(f"{done.text}  (das Antwortmodell sieht die Frage in den Quellen nicht beantwortet: "
               f"P(ja) {done.answerable['p_yes']:.2f} < {done.answerable['threshold']}; die Kandidaten:)", file=out)
-    elif done.grounding and done.grounding.get("echo"):  # rag/answer/echo.py
+    elif done.grounding and done.grounding.get("echo"):  # rag/check/echo.py
         print(f"→ {done.text}  ({done.grounding['why']}; " + ("Zeile wörtlich aus der Quelle, nicht vom Modell geschrieben)"
               if done.answered_by == "line" else "keine Stelle der Quellen beantwortet sie; die Kandidaten:)"), file=out)
     elif done.grounding and done.grounding["refused"]:
@@ -195,11 +196,11 @@ def print_answer(done, out):
         print(see_also.line(done.see_also, refused=(done.text or "").strip() == prompt.NO_INFO), file=out)
     print_sources(done.retrieval, done.citations, out)
     if done.support is not None:
-        from rag.answer import support
+        from rag.check import support
         for line in support.describe({"evidence": done.evidence, "statements": done.support}):
             print(line, file=out)
     if done.unsupported:
-        from rag.answer import factcheck
+        from rag.check import factcheck
         print(factcheck.describe(done.unsupported), file=out)
     if done.guard:
         lines = guard.describe(done.guard, colour=out.isatty() and not os.environ.get("NO_COLOR"))

@@ -23,7 +23,7 @@ QUEUE more wait for one; beyond that the reply comes at once: HTTP 503 with Retr
 "Der Server ist ausgelastet, bitte in N s erneut fragen." (N: the median time of recent questions).
 
 Users (--users FILE) each get answers only from the pages they may read: the request's Reader goes into the
-settings, the store hides the rest (rag/doors/users.py, rag/store/access.py, docs/rechte.md).
+settings, the store hides the rest (rag/store/users.py, rag/store/access.py, docs/rechte.md).
 
 Does not handle: TLS (put a reverse proxy in front), limits per client.
 """
@@ -49,8 +49,8 @@ from rag import core
 from rag.doors import common as doors
 from rag.doors import openai_api
 from rag.doors import terminal
-from rag.doors import users
-from rag.doors.users import key_ok  # noqa: F401  (the one key check, rag/doors/users.py)
+from rag.store import users
+from rag.store.users import key_ok  # noqa: F401  (the one key check, rag/store/users.py)
 from rag.models import llm
 
 HOST = "127.0.0.1"  # loopback only, unless a key is set
@@ -150,7 +150,7 @@ def with_status_line(events):
 
 class State:
     def __init__(self, settings, auth, gate):
-        self.settings, self.auth, self.gate = settings, auth, gate  # auth: rag/doors/users.py Auth
+        self.settings, self.auth, self.gate = settings, auth, gate  # auth: rag/store/users.py Auth
         text = PAGE.read_text(encoding="utf-8")
         self.page, self.csp = text.encode("utf-8"), csp(text)
 
@@ -218,7 +218,7 @@ class Handler(BaseHTTPRequestHandler):
 
     # -- requests --------------------------------------------------------------------------
     def authorised(self):
-        """Who asks (rag/doors/users.py): self.settings becomes the door's settings for that reader."""
+        """Who asks (rag/store/users.py): self.settings becomes the door's settings for that reader."""
         reader = users.identify(self.headers, self.client_address[0], self.state.auth)
         if reader is not None:
             self.settings = doors.request_settings(self.state.settings, reader=reader)
@@ -351,7 +351,7 @@ class Server(ThreadingHTTPServer):
 
 def serve(settings, host=HOST, port=PORT, key=None, slots=None, queue=None, auth=None):
     """Serve the page and the API until Ctrl-C or SIGTERM; expected failures raise core.CoreError.
-    auth: users, --serve-key and the proxy settings (rag/doors/users.py Auth); else the one key."""
+    auth: users, --serve-key and the proxy settings (rag/store/users.py Auth); else the one key."""
     auth = auth or users.Auth(serve_key=key)
     key = auth.serve_key or auth.users or auth.trust_proxy
     if not loopback(host) and not key:

@@ -17,8 +17,8 @@ import re
 from pathlib import Path
 
 from rag.ingest.pages import FRONT_MATTER, LEADING, warn, yaml_list
+from rag.store.access import GROUP
 
-GROUP = re.compile(r"[\w][\w.-]*")  # a group name: letters, digits, _ . - (e.g. personal, betriebsrat, it-ops)
 ACCESS_LINE = re.compile(r"^access:", re.M)
 HEAD_BYTES = 20000  # the front matter is read from the first bytes of a page
 

@@ -21,9 +21,10 @@ an answer of another type than asked (a place for "Wer …?").
 """
 import re
 
-from rag.answer import support
-from rag.answer.prompt import CITATION, NO_INFO
-from rag.answer.support import STEP
+from rag.check import support
+from rag.answer.prompt import NO_INFO
+from rag.check.citations import CITATION
+from rag.check.support import STEP
 from rag.text import german
 
 FILLER = {  # words a model adds around an empty answer; they say nothing about the wiki

@@ -6,7 +6,7 @@ commands are not in the sources it cites.
     unsupported("Die Frist beträgt drei Monate [1].", ["… mit einer Frist von 3 Monaten …"], [1])
     -> []
 
-How: every claim in the answer (rag/answer/claims.py) gets the keys it may be found under, folded the way search folds
+How: every claim in the answer (rag/check/claims.py) gets the keys it may be found under, folded the way search folds
 words: "14 Tage", "zwei Wochen" and "14 Kalendertage" -> "dur:1209600" (seconds); "3 Monate",
 "drei Monate", "ein Vierteljahr"… -> "mon:3"; "01.03.2025", "1. März 2025", "2025-03-01" ->
 "date:2025-3-1"; "1.000" and "1000" -> "n:1000"; "1,5" and "1.5" -> "n:1.5"; "30 %" and
@@ -28,7 +28,7 @@ import re
 from dataclasses import dataclass, field
 from decimal import Decimal
 
-from rag.answer.claims import (WORD, claims, date_key,
+from rag.check.claims import (WORD, claims, date_key,
     find_dates, find_number_words, find_numbers, find_paragraphs, find_times, norm, number_value, squeeze,
     unit_of, word_value)  # noqa: F401 (claims, number_value: used by support.py)
 from rag.text.german import fold
@@ -209,7 +209,7 @@ def measure(cases):
     Returns {"wrong": n, "wrong_flagged": share, "correct": n, "correct_flagged": share, "misses": [...]};
     a wrong answer counts as flagged when each of its wrong claims is among the unsupported ones.
     """
-    from rag.answer.prompt import check_citations
+    from rag.check.citations import check_citations
     results = {"wrong": [], "correct": []}
     misses = []
     for case in cases:

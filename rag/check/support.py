@@ -8,7 +8,7 @@
 How: the answer is cut into statements (list items, else sentences); a "Laut Quelle [2]:" line
 passes its citation to the list below it. A statement's words (folded, stems, no stopwords; the
 [n] markers dropped) are looked up in every unit (sentence, list item, table row, code block;
-rag/answer/context.py) of every source, each read under its source's heading path, with the search's
+rag/text/units.py) of every source, each read under its source's heading path, with the search's
 German matching (compound parts, stems). A source supports the statement when one of its units holds
 at least SUPPORT of the statement's words (its numbers, dates and § weigh FACT_WEIGHT on top, so the
 unit that holds them wins), a `command` of the statement stands in that unit, and so does at least
@@ -32,10 +32,11 @@ import functools
 import math
 import re
 
-from rag.answer import context
-from rag.answer import factcheck
-from rag.answer.prompt import CITATION, NO_INFO
+from rag.check import factcheck
+from rag.answer.prompt import NO_INFO
+from rag.check.citations import CITATION
 from rag.text import german, pointers, sentences
+from rag.text.units import units
 
 SUPPORT = 0.5  # share of a statement's words one unit must hold to support it
 MIN_WORDS = 2  # statements with fewer content words ("Laut Quelle [2]:") are not checked
@@ -128,7 +129,7 @@ def unit_tokens(sources, vocab):
     out = []
     for source in sources:
         rows = []
-        for unit in context.units(source.content):
+        for unit in units(source.content):
             tokens = set(german.index_text(f"{source.heading or ''}\n{unit.text}", vocab).split())
             rows.append((unit.text, tokens | {german.stem(t) for t in tokens}, " ".join(german.words(unit.text))))
         out.append(rows)
@@ -286,7 +287,7 @@ def grounding(question, answer, sources, vocab=frozenset()):
     """Does the passage that holds the answer's facts talk about what the question asks?
 
     The answer's numbers, dates, amounts, § and names with digits (factcheck.claims; not those the
-    question names itself) are looked up unit by unit (rag/answer/context.py units, each read with its
+    question names itself) are looked up unit by unit (rag/text/units.py, each read with its
     source's heading path). Per fact, the best share of the question's content words among the
     units that hold it; the answer's grounding is the lowest of these (a fact that no unit holds is
     left to the fact check; 0.0 when no unit holds any of them). A model that answers "Wie
@@ -309,7 +310,7 @@ def grounding(question, answer, sources, vocab=frozenset()):
     words, best = content_words(question), [None] * len(facts)
     subject, nouns = asked(question, CITATION.sub("", answer), vocab), None  # nouns: the best share of them
     for source in sources:
-        for unit in context.units(source.content):
+        for unit in units(source.content):
             evidence = evidence_of(unit.text)
             held = [i for i, c in enumerate(facts) if holds(c, evidence)]
             if not held:

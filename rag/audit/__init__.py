@@ -1,0 +1,1 @@
+"""The audit trail: one JSON line per answer (log.py), so an answer can be traced to the text it used."""
