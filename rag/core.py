@@ -37,6 +37,7 @@ from rag.answer import choose
 from rag.answer import context
 from rag.answer import guard
 from rag.check import guard as answer_guard
+from rag.check import why
 from rag.answer import prompt as answer
 from rag.check import see_also
 from rag.models import embed_binary as embedder
@@ -126,6 +127,9 @@ class Answer:
     searched: expand.Searched = None  # the rewritten follow-up, the expansions (None: the question as asked)
     see_also: list = dataclasses.field(default_factory=list)  # [{"n", "path", "heading"}]: up to two sources of
     #   other sections the answer did not cite, best first (rag/check/see_also.py); a refusal's: the best two
+    checks: list = dataclasses.field(default_factory=list)  # the checks' records, in order (rag/check/pipeline.py)
+    why: str = None  # why the answer is the refusal or not the model's words (rag/check/why.py); None: it stands
+    replaced: bool = False  # a check replaced the answer the model streamed (a door that showed it shows `text`)
 
     def as_json(self):
         """The answer as `ask_rag.py --json` prints it (and the API and MCP return it)."""
@@ -140,7 +144,8 @@ class Answer:
                 "grounding": self.grounding,
                 "citations": self.citations, "evidence": self.evidence, "support": self.support,
                 "unsupported": self.unsupported, "guard": self.guard, "sources": [s.as_json() for s in r.sources],
-                "timings": self.timings, "see_also": self.see_also, **expand.json_field(self.searched)}
+                "timings": self.timings, "see_also": self.see_also, "why": self.why,
+                "verdicts": [c.as_json() for c in self.checks], **expand.json_field(self.searched)}
 
 
 @dataclasses.dataclass
@@ -339,15 +344,21 @@ def ask(question, settings, history=()):
             yield from stream(expand.with_previous(question, result.searched), retrieval, settings, result, screen)
             yield Event("checks", check(result, retrieval, question, masker, screen))
         result.text = masker.mask(result.text)  # a value the model wrote itself stays out of the log
+        result.why = why.why(result)  # one line every door shows (rag/check/why.py)
     write_audit(settings, result, raw_sources, meta)
     yield Event("done", result)
 
 
 # -- 6. check --------------------------------------------------------------------------------------
 def check(result, retrieval, question, masker, screen):
-    """The checks of an answer, in their order (rag/check/pipeline.py); fills `result`, returns them as one dict."""
+    """The checks of the answer in their order (rag/check/pipeline.py CHECKS), each one record; fills `result`
+    and returns the "checks" event's data."""
     from rag.check import pipeline  # only after an answer: --retrieve-only does not load the checks
-    return pipeline.check(result, retrieval, question, masker, screen)
+    case = pipeline.Case(question, result.text, result.kind, result.answered_by, retrieval.sources,
+                         retrieval.vocab, masker, screen)
+    records = pipeline.run(case)
+    result.replaced = pipeline.replaced(records)
+    return pipeline.fill(result, case)
 
 
 def run(question, settings, history=()):

@@ -167,7 +167,7 @@ def test_share_yes_reads_yes_and_no_spellings():
 
 
 # -- rag/check/support.py --------------------------------------------------------------------------------
-from rag.check import support  # noqa: E402
+from rag.check import grounding, support  # noqa: E402
 
 SOURCES = [source("a.md", "Mailbox", "Die Mailbox ist wichtig. Das Passwort steht im Tresor der IT."),
            source("a.md", "Mailbox › Anlegen", STEPS)]
@@ -290,14 +290,14 @@ ROOMS = [source("raeume.md", "Besprechungsräume › Räume und Ausstattung",
 ])
 def test_grounding_is_the_share_of_the_question_around_the_answer_s_facts(question, text, coverage):
     vocab = german.learn_vocabulary(s.content for s in ROOMS)
-    found = support.grounding(question, text, ROOMS, vocab)
+    found = grounding.grounding(question, text, ROOMS, vocab)
     assert found["coverage"] == coverage and found["facts"]
 
 
 def test_grounding_measures_only_facts_the_question_does_not_name():
     vocab = german.learn_vocabulary(s.content for s in ROOMS)
-    assert support.grounding("Welcher Raum hat 12 Plätze?", "Der Raum Elbe [1].", ROOMS, vocab) is None
-    assert support.grounding("Wie viele Plätze hat Elbe?", "Dazu habe ich keine Information.", ROOMS, vocab) is None
+    assert grounding.grounding("Welcher Raum hat 12 Plätze?", "Der Raum Elbe [1].", ROOMS, vocab) is None
+    assert grounding.grounding("Wie viele Plätze hat Elbe?", "Dazu habe ich keine Information.", ROOMS, vocab) is None
 
 
 def test_measured_thresholds_are_written_to_the_cache_not_into_the_package(tmp_path, monkeypatch):

@@ -8,6 +8,9 @@ Does not handle: whether the cited source supports the sentence (rag/check/suppo
 """
 import re
 
+from rag.answer.prompt import NO_INFO
+from rag.check.record import Check
+
 CITATION = re.compile(r"\[(\d+(?:\s*[,;]\s*\d+)*)\]")
 
 
@@ -32,3 +35,13 @@ def check_citations(answer, n_sources):
     cited = sorted(cited)
     return {"cited": cited, "valid": [c for c in cited if 1 <= c <= n_sources],
             "unknown": [c for c in cited if not 1 <= c <= n_sources]}
+
+
+def run(case):
+    """The check (rag/check/record.py): the answer's [n], valid or unknown ("warn": an unknown one, or none in
+    an answer that is not the refusal). A verbatim section's citation is its first line; a "[3]" inside it is
+    wiki text, no citation."""
+    cited = case.text if case.by_model else case.text.split("\n", 1)[0]
+    found = check_citations(cited, len(case.sources))
+    quiet = not found["cited"] and case.text.strip() != NO_INFO
+    return Check("citations", "warn" if found["unknown"] or quiet else "ok", found)

@@ -31,6 +31,7 @@ from decimal import Decimal
 from rag.check.claims import (WORD, claims, date_key,
     find_dates, find_number_words, find_numbers, find_paragraphs, find_times, norm, number_value, squeeze,
     unit_of, word_value)  # noqa: F401 (claims, number_value: used by support.py)
+from rag.check.record import Check
 from rag.text.german import fold
 
 ORDINALS = {"erst": 1, "zweit": 2, "dritt": 3, "viert": 4, "fuenft": 5, "sechst": 6, "siebt": 7, "acht": 8,
@@ -186,6 +187,14 @@ def unsupported_in(answer, sources, cited=(), question=""):
     label (path › heading path) and content."""
     from rag.answer.prompt import source_label
     return unsupported(answer, [source_text(source_label(s), s.content) for s in sources], cited, question)
+
+
+def run(case):
+    """The check (rag/check/record.py): the numbers, dates, §, commands of the answer that no cited source has,
+    masked like the answer ("warn"); the cited sources are those rag/check/citations.py found valid."""
+    cited = case.found["citations"].evidence["valid"]
+    missing = [case.masker.mask(c) for c in unsupported_in(case.text, case.sources, cited, case.question)]
+    return Check("facts", "warn" if missing else "ok", missing)
 
 
 def describe(missing):

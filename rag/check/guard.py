@@ -19,6 +19,7 @@ import re
 
 from rag.answer import prompt as answer
 from rag.answer.guard import REMOVED, plain
+from rag.check.record import Check
 
 LINK_FROM_FLAGGED = "[Link aus einer markierten Quelle entfernt]"
 LINK_FROM_NOWHERE = "[Link entfernt: steht in keiner Quelle]"
@@ -153,6 +154,18 @@ class Screen:
         for item in report["flagged"] + report["withheld"]:  # the model's values, masked like the answer (rag/privacy/mask.py)
             item["value"] = mask(item["value"])
         return text, report
+
+
+def run(case):
+    """The check (rag/check/record.py): case.screen's final check. "withdrawn": the answer copied a removed
+    sentence or the fixed prompt; "changed": a removed sentence's mark taken out; "warn": a value flagged or
+    withheld. Evidence: the report, its values masked like the answer."""
+    text, report = case.screen.check(case.text, mask=case.masker.mask)
+    if report["replaced"]:
+        return Check("guard", "withdrawn", report, text=text)
+    if text != case.text:
+        return Check("guard", "changed", report, text=text)
+    return Check("guard", "warn" if report["flagged"] or report["withheld"] else "ok", report)
 
 
 def describe(report, colour=False):

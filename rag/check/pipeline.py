@@ -1,46 +1,57 @@
 """Step 6 of rag/core.py: the checks of an answer, after the model's text exists, in one order.
 
-    check(result, retrieval, question, masker, screen)
-    -> {"evidence": […], "support": […], "citations": {"cited", "valid", "unknown"}, "unsupported": […],
-        "guard": {…}, "answered_by": "model", "grounding": None, "see_also": […]}
+    case = Case(question, text, "fact", "model", sources, vocab, masker, screen)
+    records = run(case)
+    -> [Check("grounding", "ok", {…}), Check("echo", "ok"), Check("support", "changed", {…}, text="… [2]."),
+        Check("citations", "ok", {"cited": [2], "valid": [2], "unknown": []}), Check("facts", "ok", []),
+        Check("guard", "ok", {…}), Check("see_also", "ok", [{"n": 3, …}])]
+
+CHECKS is the order; each check reads the text the one before it left (rag/check/record.py):
+    grounding  a fact answer whose facts stand only in passages about something else: withdrawn (grounding.py)
+    echo       a fact answer that only repeats the question: the wiki line instead, or withdrawn (echo.py)
+    support    which source supports each statement; the model's [n] corrected to it (support.py)
+    citations  which [n] are valid (citations.py)
+    facts      numbers, dates, §, commands that no cited source has (factcheck.py)
+    guard      links and contacts from removed or no text, a copied instruction (guard.py)
+    see_also   up to two sections the answer did not cite (see_also.py)
 
 Does not handle: checks before the answer (the answerability check, rag/answer/answerable.py).
 """
-from rag.answer.prompt import NO_INFO
-from rag.check import citations, echo, factcheck, see_also, support
+from rag.check import citations, echo, factcheck, grounding, guard, see_also, support
+from rag.check.record import Case, Check  # noqa: F401  (Case: what rag/core.py hands to run())
 
-GROUNDED = 0.3  # a fact answer is withdrawn when the passages holding its facts name less of the question's
-#                 words than this (rag/check/support.py grounding; wiki/: out-of-wiki answers ≤ 0.25, right ones ≥ 0.33)
+CHECKS = (grounding.run, echo.run, support.run, citations.run, factcheck.run, guard.run, see_also.run)
 
 
-def check(result, retrieval, question, masker, screen):
-    """The checks of an answer, in this order: a fact answer's grounding (withdrawn when its facts stand only in
-    passages about something else, rag/check/support.py grounding; replaced when it only repeats the question,
-    rag/check/echo.py), evidence and supported citations (rag/check/support.py; a model's [n] that does not
-    support its statement is replaced by the one that does), valid citation numbers, the fact check
-    (rag/check/factcheck.py), the injection guard (rag/check/guard.py). Fills `result`; returns them as one dict."""
-    if result.answered_by == "model" and result.kind == "fact":  # a number said of something else: withdrawn
-        result.grounding = support.grounding(question, masker.mask(result.text), retrieval.sources, retrieval.vocab)
-        if result.grounding is not None:  # measured on the answer as masked as the sources
-            result.grounding.update(needed=GROUNDED, why=support.gap(result.grounding, GROUNDED))
-            if result.grounding.setdefault("refused", bool(result.grounding["why"])):
-                result.grounding["answer"], result.text = masker.mask(result.text), NO_INFO
-    if result.answered_by == "model" and result.kind == "fact" and echo.says_nothing(question, result.text):
-        result.grounding, result.text, result.answered_by = echo.replace(  # it only repeats the question
-            question, masker.mask(result.text), retrieval.sources, retrieval.vocab)
-    by_model = result.answered_by == "model"  # the model's [n] are checked and corrected, a verbatim section's not
-    found = support.check(result.text, retrieval.sources, retrieval.vocab, correct=by_model, question=question)
-    if by_model:
-        result.text = found["answer"]  # each statement cites the source that supports it (rag/check/support.py rewrite)
-    cited = result.text.split("\n", 1)[0] if not by_model else result.text  # verbatim steps: a "[3]" inside
-    result.citations = citations.check_citations(cited, len(retrieval.sources))  # wiki text is no citation
-    result.evidence = found["evidence"]  # from the sources, which are masked already
-    result.support = [{**s, "text": masker.mask(s["text"])} for s in found["statements"]]  # the model's words
-    result.unsupported = [masker.mask(claim) for claim in factcheck.unsupported_in(
-        result.text, retrieval.sources, result.citations["valid"], question)]
-    result.text, result.guard = screen.check(result.text, mask=masker.mask)
-    result.evidence = [e for e in result.evidence if not screen.shield.removed(e["text"])]  # never an injection as evidence
-    result.see_also = see_also.pick(retrieval.sources, result.citations["valid"])  # a refusal cites none: the best
+def run(case):
+    """Every check of CHECKS in order on `case`; each one's text is the next one's. The records, in order."""
+    for check in CHECKS:
+        record = check(case)
+        case.found[record.name] = record
+        if record.text is not None:
+            case.text = record.text
+        if record.answered_by is not None:
+            case.answered_by = record.answered_by
+    return list(case.found.values())
+
+
+def fill(result, case):
+    """What the checks found, into the core's Answer `result` (the fields --json and the audit log keep);
+    returns the "checks" event's data: those fields and the verdicts in order."""
+    found = case.found
+    result.text, result.answered_by, result.checks = case.text, case.answered_by, list(found.values())
+    result.grounding = found["echo"].evidence or found["grounding"].evidence  # an echo's record replaces it
+    result.citations, result.unsupported = found["citations"].evidence, found["facts"].evidence
+    result.evidence, result.support = found["support"].evidence["evidence"], found["support"].evidence["statements"]
+    result.guard, result.see_also = found["guard"].evidence, found["see_also"].evidence
     return {"evidence": result.evidence, "support": result.support, "citations": result.citations,
             "unsupported": result.unsupported, "guard": result.guard, "answered_by": result.answered_by,
-            "grounding": result.grounding, "see_also": result.see_also}
+            "grounding": result.grounding, "see_also": result.see_also,
+            "verdicts": [c.as_json() for c in result.checks]}
+
+
+def replaced(records):
+    """Did a check replace the answer the model wrote (withdrawn, or a wiki line in its place)? A door that
+    showed the model's words shows the new answer after them. Example: [Check("echo", "changed", …,
+    answered_by="line")] -> True; [Check("support", "changed", …)] (a corrected [n]) -> False"""
+    return any(c.verdict == "withdrawn" or c.answered_by is not None for c in records)

@@ -82,12 +82,13 @@ def footnotes(result):
     With runners-up (rag/check/see_also.py) the line "Siehe auch: [2] …" (after the refusal "Vielleicht hilft: …")
     comes first, as in the terminal.
     """
+    why = f"\n({result['why']})" if result.get("why") else ""  # rag/check/why.py, as the terminal shows it
     if not result["sources"]:
-        return ""
+        return why
     cited = set((result.get("citations") or {}).get("valid") or [])
     refused = (result.get("answer") or "").strip() == answer.NO_INFO
     others = see_also.line(result.get("see_also"), refused)
-    lines = ["", ""] + ([others, ""] if others else []) + ["Quellen:"]
+    lines = [why, ""] + ([others, ""] if others else []) + ["Quellen:"]
     for n, s in enumerate(result["sources"], start=1):
         where = f"{s['path']} › {s['heading']}" if s.get("heading") else s["path"]
         lines.append(f"- [{n}] {where}" + (" (zitiert)" if n in cited else ""))
@@ -100,8 +101,6 @@ def footnotes(result):
     guarded = guard.describe(result.get("guard"))  # "" when the guard found nothing
     if guarded:
         lines.append(guarded)
-    if not result["llm_called"] and result.get("weak_evidence"):
-        lines.append("(kein LLM-Aufruf: zu wenig Belege im Wiki; das sind die nächsten Kandidaten)")
     return "\n".join(lines)
 
 

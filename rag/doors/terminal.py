@@ -163,32 +163,12 @@ def print_sources(result, citations, out):
         print("Zitate: " + citations_check.describe_citations(citations), file=out)
 
 
-def judged_line(answerable):
-    """Example: {"judged": [{"n": 2, "p_yes": 0.12}, {"n": 1, "p_yes": 0.91}]} -> "[2] P(ja) 0.12, [1] P(ja) 0.91" """
-    return ", ".join(f"[{j['n']}] P(ja) " + ("–" if j["p_yes"] is None else f"{j['p_yes']:.2f}")
-                     for j in answerable["judged"])
-
-
-def print_answer(done, out):
-    """After the stream: the refusal line (no model asked), the sources, the checks."""
-    if done.text is not None and not done.llm_called:
-        print(done.text + "  (kein LLM-Aufruf: zu wenig Belege im Wiki; die nächsten Kandidaten:)", file=out)
-    elif done.answerable and done.answerable["refused"] and done.answerable.get("judged"):
-        print(f"{done.text}  (das Antwortmodell sieht die Frage in keinem geprüften Abschnitt beantwortet: "
-              f"{judged_line(done.answerable)} < {done.answerable['threshold']}; die Kandidaten:)", file=out)
-    elif done.answerable and done.answerable["refused"]:
-        print(f"{done.text}  (das Antwortmodell sieht die Frage in den Quellen nicht beantwortet: "
-              f"P(ja) {done.answerable['p_yes']:.2f} < {done.answerable['threshold']}; die Kandidaten:)", file=out)
-    elif done.grounding and done.grounding.get("echo"):  # rag/check/echo.py
-        print(f"→ {done.text}  ({done.grounding['why']}; " + ("Zeile wörtlich aus der Quelle, nicht vom Modell geschrieben)"
-              if done.answered_by == "line" else "keine Stelle der Quellen beantwortet sie; die Kandidaten:)"), file=out)
-    elif done.grounding and done.grounding["refused"]:
-        g = done.grounding
-        print(f"→ {done.text}  (zurückgezogen: {', '.join(g['facts'])} steht nur in Stellen, die kaum von der Frage "
-              f"handeln – {g['why']}; die Kandidaten:)", file=out)
-    elif done.answered_by == "source":
-        judged = f"; geprüft: {judged_line(done.answerable)}" if done.answerable and done.answerable.get("judged") else ""
-        print(f"(Schritte wörtlich aus der Quelle übernommen, nicht vom Modell geschrieben{judged})", file=out)
+def print_answer(done, out, shown=False):
+    """After the stream: why the answer is what it is (rag/check/why.py; after the answer when the stream did not
+    show it, after "→" when a check replaced what it showed), the sources, the checks."""
+    if done.why:
+        said = f"{'→ ' if done.replaced else ''}{done.text}  " if done.replaced or not shown else ""
+        print(f"{said}({done.why})", file=out)
     if not done.retrieval.sources:
         print("Keine passenden Stellen im Wiki gefunden.", file=out)
         return
@@ -209,12 +189,13 @@ def print_answer(done, out):
 
 
 def show(events, args, out=sys.stdout):
-    """Print one question's events as the terminal shows them; returns the final Answer."""
-    streamed, found, status = False, 0, Status()
+    """Print one question's events as the terminal shows them; returns (the final Answer, whether a piece of
+    the answer was shown)."""
+    streamed, shown, found, status = False, False, 0, Status()
     try:
         for event in events:
             if event.kind == "done":
-                return event.data
+                return event.data, shown
             if event.kind == "searched" and event.data.warning:  # with --json too: one line on stderr
                 print(f"Warnung: {event.data.warning}", file=sys.stderr)
             if args.json:
@@ -237,7 +218,7 @@ def show(events, args, out=sys.stdout):
             elif event.kind == "piece":
                 status.clear()
                 print(event.data, end="", file=out, flush=True)
-                streamed = True
+                streamed = shown = True
             elif event.kind == "checks" and streamed:
                 print(file=out)
                 streamed = False
@@ -252,11 +233,11 @@ def show(events, args, out=sys.stdout):
 
 def answer(events, args):
     """One question's events as they stream, then --json's object or the sources and checks; returns the Answer."""
-    done = show(events, args)
+    done, shown = show(events, args)
     if args.json:
         print(json.dumps(done.as_json(), ensure_ascii=False), flush=True)
     else:
-        print_answer(done, sys.stdout)
+        print_answer(done, sys.stdout, shown)
     return done
 
 
