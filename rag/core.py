@@ -243,19 +243,28 @@ def retrieve(question, settings, timings, question_kind="fact", searched=None):
 
 
 # -- 4. prompt -------------------------------------------------------------------------------------
-def prompt_for(question, retrieval, settings, question_kind, chat):
+def prompt_for(question, retrieval, settings, question_kind, chat, choice=None):
     """(the prefix the answerability check shares, the whole prompt, the procedure's source number or None);
-    the one prompt builder is rag/answer/prompt.py build_prompt()."""
+    the one prompt builder is rag/answer/prompt.py build_prompt(). choice: the chooser's for a how-to question
+    (rag/answer/choose.py; None: chosen here)."""
+    if question_kind == "howto" and choice is None:
+        choice = choose_for(retrieval)
     texts, procedure = context.select(question, retrieval.sources, retrieval.terms, retrieval.weights, retrieval.vocab,
-                                      question_kind, settings.whole_chunks, settings.fact_sources)  # fact: None
+                                      question_kind, settings.whole_chunks, settings.fact_sources,  # fact: None
+                                      choice.procedure if choice else None)
     prefix = answer.context_part(question, retrieval.sources, chat, texts)  # for the sources the model does not read
     return prefix, answer.build_prompt(question, retrieval.sources, chat, texts, question_kind, procedure), procedure
 
 
+def choose_for(retrieval):
+    """The one chooser's Choice over a retrieval's sources (rag/answer/choose.py): finalists, signals, procedure."""
+    return choose.choose(retrieval.sources, retrieval.terms, retrieval.weights, retrieval.vocab)
+
+
 # -- 5. stream -------------------------------------------------------------------------------------
 def stream(question, retrieval, settings, result, screen):
-    """Select the context, check that it answers the question, then ask for the answer; yields the
-    prompt and answer events and fills `result` (an Answer)."""
+    """Choose and select the context, check that it answers the question, then show a section verbatim or ask
+    the model for the answer; yields the prompt and answer events and fills `result` (an Answer)."""
     from rag.answer import answerable, judge
     from rag.models import llm  # imported here: --retrieve-only needs no HTTP library
     try:
@@ -263,28 +272,24 @@ def stream(question, retrieval, settings, result, screen):
         chat = info["chat_template"] if settings.prompt_format == "auto" else settings.prompt_format == "chat"
         result.model = info.get("model")
         guarded = screen.shield.guarded(retrieval)  # prompt copies: no live instruction
-        prefix, result.prompt, procedure = prompt_for(question, guarded, settings, result.kind, chat)
+        choice = choose_for(guarded) if result.kind == "howto" else None  # the one chooser, on the prompt copies
+        prefix, result.prompt, procedure = prompt_for(question, guarded, settings, result.kind, chat, choice)
         limit = answerable.threshold(result.model) if settings.answer_threshold is None else settings.answer_threshold
         started = time.monotonic()  # first_token_s counts from here: the check is part of the wait
         read = result.timings.setdefault("read", [])  # prompt tokens each call read (llm.read_entry), expansions first
         verbatim = result.kind == "howto" and settings.steps == "source"
         section_limit = answerable.section_threshold(result.model) if limit else None
         if verbatim and chat and section_limit:  # how-to: the model judges the section to be printed, nothing else
-            for kind, data in judge.verbatim(question, guarded, settings, result, screen, section_limit, read, started):
+            for kind, data in judge.verbatim(question, guarded, choice, settings, result, screen, section_limit,
+                                             read, started):
                 yield Event(kind, data)
             return
         if chat and limit:  # no threshold measured for this model (or 0): no check
             yield Event("asking", "check")
-            p = answerable.p_yes(settings.server, prefix, settings.api_key, settings.llm_model_name, read=read)
-            result.timings["check_s"] = round(time.monotonic() - started, 3)
-            refused = p is not None and limit is not None and p < limit
-            result.answerable = {"p_yes": None if p is None else round(p, 4), "threshold": limit, "refused": refused}
-            if refused:
-                result.text, result.timings["read_before_first_token"] = answer.NO_INFO, llm.total_read(read)
+            if answerable.refuses(prefix, settings, result, limit, read, started):
                 return
-        section = choose.best(guarded.sources, guarded.terms, guarded.weights, guarded.vocab) if result.kind == "howto" \
-            and settings.steps == "source" else None  # how-to: the section that answers it (rag/answer/choose.py),
-        #                                                  verbatim; the model only checked that the sources do
+        section = choice.order[0] if verbatim and choice.order else None  # how-to: the chooser's first finalist,
+        #                                                                  verbatim; the model only checked the sources
         steps = answer.steps_answer(section + 1, guarded.sources[section].content) if section is not None else None
         if steps:
             result.answered_by, result.prompt = "source", answerable.check_text(prefix) if chat and limit else None
@@ -293,22 +298,29 @@ def stream(question, retrieval, settings, result, screen):
             result.text = "".join(screen.screen([steps]))
             yield Event("piece", result.text)
             return
-        result.answered_by = "model"
         if not (chat and limit):
             yield Event("asking", "answer")
-        yield Event("prompt", result.prompt)
-        pieces, llm_timings = [], {}
-        max_tokens = settings.max_tokens or MAX_TOKENS[result.kind]
-        prefill = answer.prefill(result.kind, procedure) if chat and info.get("prefill") else None
-        for piece in screen.screen(llm.trimmed(llm.until_loop(llm.stream_answer(
-                settings.server, result.prompt, chat, max_tokens, llm_timings, api_key=settings.api_key,
-                model_name=settings.llm_model_name, prefill=prefill, system=answer.SYSTEM)))):
-            if not pieces:
-                result.timings["first_token_s"] = round(time.monotonic() - started, 3)
-            pieces.append(piece)
-            yield Event("piece", piece)
+        yield from model_answer(settings, result, screen, chat, info, procedure, read, started)
     except llm.LLMError as exc:
         raise CoreError(str(exc))
+
+
+def model_answer(settings, result, screen, chat, info, procedure, read, started):
+    """The model writes the answer: its pieces as events, screened by the guard (rag/check/guard.py) as they
+    stream; then the whole text, a loop kept once, and what the model read before its first token."""
+    from rag.models import llm
+    result.answered_by = "model"
+    yield Event("prompt", result.prompt)
+    pieces, llm_timings = [], {}
+    max_tokens = settings.max_tokens or MAX_TOKENS[result.kind]
+    prefill = answer.prefill(result.kind, procedure) if chat and info.get("prefill") else None
+    for piece in screen.screen(llm.trimmed(llm.until_loop(llm.stream_answer(
+            settings.server, result.prompt, chat, max_tokens, llm_timings, api_key=settings.api_key,
+            model_name=settings.llm_model_name, prefill=prefill, system=answer.SYSTEM)))):
+        if not pieces:
+            result.timings["first_token_s"] = round(time.monotonic() - started, 3)
+        pieces.append(piece)
+        yield Event("piece", piece)
     result.timings.update(llm_timings)
     read.append(llm.read_entry("answer", {"timings": llm_timings}))  # without what came from llama-server's cache
     result.timings["read_before_first_token"] = llm.total_read(read)

@@ -2,6 +2,7 @@
 import pytest
 
 from rag.answer import answerable
+from rag.answer import choose
 from rag.answer import context
 from rag.answer import prompt as answer
 from rag.models import llm
@@ -86,7 +87,8 @@ def test_select_keeps_the_procedure_and_the_best_sentence_of_the_others():
     vocab = german.learn_vocabulary(s.content for s in sources)
     question = "Wie lege ich eine Mailbox an?"
     terms = german.query_terms(question, vocab)
-    texts, procedure = context.select(question, sources, terms, [1.0] * len(terms), vocab)
+    chosen = choose.procedure(sources, terms, [1.0] * len(terms), vocab)  # the chooser's (rag/answer/choose.py)
+    texts, procedure = context.select(question, sources, terms, [1.0] * len(terms), vocab, procedure=chosen)
     assert procedure == 2 and texts[1] == context.steps(STEPS)
     assert texts[0] == "Die Mailbox ist wichtig."  # the one unit that shares a word with the question
     facts, none = context.select("Wie groß ist die Mailbox?", sources, terms, [1.0] * len(terms), vocab, "fact")
@@ -138,9 +140,10 @@ def ranked(*items):
     ([("Mailbox › A", "Text.", 0.9), ("Mailbox › B", "Text.", 0.9)], 0),  # a tie keeps the better rank
     ([("Mailbox › A", "Text.", None), ("Mailbox › B", "- eins\n- zwei", None)], 1),  # no cosines: the shape
 ])
-def test_best_section_takes_the_closest_section_shaped_like_a_procedure(items, expected):
-    assert context.best_section(ranked(*items)) == expected
-    assert context.best_section([]) is None
+def test_the_choice_before_the_weights_takes_the_closest_section_shaped_like_a_procedure(items, expected):
+    sources = ranked(*items)  # choose.BEFORE: best_section() of issue 29, as weights of the one chooser
+    assert choose.choose(sources, signal_weights=choose.BEFORE).order == [expected]
+    assert choose.choose([]).order == []
 
 
 def test_steps_answer_is_the_section_verbatim_a_unit_a_line():

@@ -15,12 +15,14 @@ only the relevance floor decides), base models without a chat template (same).
 """
 import json
 import math
+import time
 from pathlib import Path
 
 import requests
 
 from rag import config
 from rag.answer import prompt as answer
+from rag.models import llm
 from rag.models.http import CONNECT_TIMEOUT, auth_headers
 from rag.models.llm import READ_TIMEOUT, LLMError, hint_start, http_error, read_entry
 
@@ -88,6 +90,19 @@ def p_yes(url, prefix, api_key=None, model_name=None, seed=0, read=None):
         return share_yes(content[0]["top_logprobs"]) if content else None
     except (ValueError, KeyError, IndexError, TypeError):
         return None
+
+
+def refuses(prefix, settings, result, limit, read, started):
+    """The core's check before a fact answer (rag/core.py stream): do the sources answer the question? Fills
+    result.answerable {"p_yes", "threshold", "refused"} and the check's time; True (and the refusal as the
+    answer) when the model's P(ja) is below `limit`."""
+    p = p_yes(settings.server, prefix, settings.api_key, settings.llm_model_name, read=read)
+    result.timings["check_s"] = round(time.monotonic() - started, 3)
+    no = p is not None and limit is not None and p < limit
+    result.answerable = {"p_yes": None if p is None else round(p, 4), "threshold": limit, "refused": no}
+    if no:
+        result.text, result.timings["read_before_first_token"] = answer.NO_INFO, llm.total_read(read)
+    return no
 
 
 def stored_path(path=None):

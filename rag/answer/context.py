@@ -3,21 +3,20 @@ code blocks that bear on the question, and whether the question asks how to do s
 
     kind("Wie lege ich in Cyrus IMAP eine neue Mailbox an?")  -> "howto"
     kind("Wie lange ist die Kündigungsfrist?")                -> "fact"
-    select(question, sources, terms, weights, vocab, "howto")
+    select(question, sources, terms, weights, vocab, "howto", procedure=1)
     -> ([the shortened text of each source, in order], 2)   (2: the procedure, kept whole, is source [2])
 
 Why: four chunks of 1,200 characters each are ~950 prompt tokens, 6.6 s before the first token on
 2 cores, and a 1.5B model copies the wrong one. What a source keeps:
-  - for a how-to question, the best procedure (a chunk with a numbered list or a code block, ranked
-    by how much of the question it covers, then by its rank) stays whole, as the wiki gives it, but a
-    numbered list shows only its steps, each cut to its first sentence (steps());
+  - for a how-to question, the procedure the chooser picked (a chunk with a numbered list or a code block,
+    rag/answer/choose.py procedure) stays whole, as the wiki gives it, but a numbered list shows only its
+    steps, each cut to its first sentence (steps());
   - otherwise a source that fits its share of BUDGET is shown whole; a longer one keeps its units that
     cover the question best, at least its best one, in their order in the chunk, until its share is used.
     (Whole when it fits: a table row that names none of the question's words was dropped although there was
     room, and "Wie viel Speicherplatz hat eine normale Mailbox?" lost the row "Mitarbeitende (Standard) | 2 GB".)
-(By default the model does not write a how-to answer at all: rag/answer/choose.py picks the section that
-rag/answer/prompt.py steps_answer() shows verbatim; best_section() is the choice it replaced, measured against it by
-`evaluate.py --sections`; best_procedure() serves --steps model and the check's prompt.)
+(By default the model does not write a how-to answer at all: the section rag/answer/choose.py picks is shown
+verbatim; the procedure it picks, kept whole here, serves --steps model and the check's prompt.)
 Units (rag/text/units.py) are never cut or rewritten: what the model sees is verbatim wiki text (so is the evidence,
 rag/check/support.py). A unit's score is the IDF-weighted share of the question's content words in it,
 with the German matching of the search (compounds, stems, umlauts; rag/text/german.py).
@@ -28,14 +27,10 @@ kept only as its source's best unit), lists nested in tables, headings inside a 
 import re
 
 from rag.text import german, pointers, sentences
-from rag.text.units import NUMBERED, is_procedure, shaped, units
+from rag.text.units import NUMBERED, units
 
 BUDGET = 1600  # characters of source text in the prompt, all sources together (~480 tokens)
 FIRST_SHARE = 0.45  # the first source may use this share of BUDGET; the others share the rest
-PROCEDURE_MAX = 2000  # a how-to procedure longer than this is cut to its best units like any source (the prompt
-#                       of --steps model; a verbatim answer prints up to search.SECTION_MAX)
-SHAPE_BONUS = 0.01  # best_section(): cosine bonus for a numbered list, code block or bullets, and the penalty for
-INTRO_PENALTY = 0.01  # a page's opening chunk (measured on the how-to questions of eval/answers.jsonl: docs/messwerte.md)
 KEEP_RATIO = 0.5  # a unit is kept while its score is at least this share of its source's best unit
 
 QUANTITY = (r"(?:lang\w*|viel\w*|hoch|gro(?:ß|ss)|oft|alt|weit|schnell|teuer|spät|spaet|früh|frueh|schwer|breit|"
@@ -101,32 +96,6 @@ def steps(content):
     return "\n".join(out)
 
 
-def best_procedure(sources, terms, weights, vocab):
-    """Index of the how-to source the model sees whole (--steps model): a procedure, most of the question
-    covered, then the best rank; None if no source is a procedure. Ties keep the earlier source."""
-    candidates = [(-score(f"{s.heading}\n{s.content}", terms, weights, vocab), n)
-                  for n, s in enumerate(sources) if is_procedure(s.content) and len(s.content) <= PROCEDURE_MAX]
-    return min(candidates)[1] if candidates else None
-
-
-def is_intro(source):
-    """A page's opening chunk (its heading path is the page title alone); it mostly points to the sections below."""
-    return "›" not in (source.heading or "")
-
-
-def best_section(sources):
-    """Index of the source a how-to answer is taken from: the best cosine to the question, with SHAPE_BONUS for
-    a procedure's shape and INTRO_PENALTY for a page's opening chunk; ties (and sources without a cosine,
-    --mode lexical) keep the better rank. None without sources.
-
-    Example: cosines 0.913 (page intro), 0.919 (numbered steps) -> 1
-    """
-    def key(n):
-        s = sources[n]
-        return ((s.cosine or 0.0) + SHAPE_BONUS * shaped(s.content) - INTRO_PENALTY * is_intro(s), -n)
-    return max(range(len(sources)), key=key) if sources else None
-
-
 def shorten(source, terms, weights, vocab, budget):
     """The whole source when it fits `budget` characters, else its best units in chunk order, at least one, within
     `budget` (whole units)."""
@@ -169,17 +138,19 @@ def fact_reads(sources, terms, weights, vocab, k):
     return sorted([0, *rest[:k - 1]]) if k > 0 else []
 
 
-def select(question, sources, terms, weights, vocab, question_kind=None, whole_chunks=False, read=None):
+def select(question, sources, terms, weights, vocab, question_kind=None, whole_chunks=False, read=None,
+           procedure=None):
     """(the text each source shows the model, in source order; the 1-based number of the procedure kept
     whole, or None) — see the module docstring. whole_chunks: every source as it is (as in the post).
-    read: a fact answer's model reads only this many sources (fact_reads()); the others' text is None."""
+    read: a fact answer's model reads only this many sources (fact_reads()); the others' text is None.
+    procedure: a how-to question's procedure, the position the chooser picked (rag/answer/choose.py)."""
     question_kind = question_kind or kind(question, sources)
     if question_kind == "fact" and read is not None and not whole_chunks and len(sources) > read:
         reads = fact_reads(sources, terms, weights, vocab, read)
         texts, _ = select(question, [sources[n] for n in reads], terms, weights, vocab, "fact")
         shown = dict(zip(reads, texts))
         return [shown.get(n) for n in range(len(sources))], None
-    whole = best_procedure(sources, terms, weights, vocab) if question_kind == "howto" else None
+    whole = procedure if question_kind == "howto" else None
     if whole_chunks:
         return [s.content for s in sources], None if whole is None else whole + 1
     left = BUDGET - (len(sources[whole].content) if whole is not None else 0)

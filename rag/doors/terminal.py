@@ -113,10 +113,10 @@ SIGNAL_NAMES = {"rank": "Rang", "cosine": "Kosinus", "heading": "Überschrift", 
 def print_choice(result, out):
     """The signals rag/answer/choose.py weighs per source, the section a how-to answer shows marked with "→"
     (from the sources as retrieved; the core weighs their prompt copies, which differ only after the guard)."""
-    rows = choose.table(result.sources, result.terms, result.weights, result.vocab)
+    choice = choose.choose(result.sources, result.terms, result.weights, result.vocab)
+    rows, chosen = choice.rows, choice.order[0] if choice.order else None
     if not rows:
         return
-    chosen = choose.pick(rows)
     print(f"Abschnittswahl (How-to): {' '.join(SIGNAL_NAMES[f] for f in choose.Signals._fields)} = Punkte", file=out)
     for n, row in enumerate(rows):
         values = " ".join(f"{x:.2f}" if isinstance(x, float) else str(x) for x in row)
