@@ -2,6 +2,7 @@
 (tests/test_layers.py checks it).
 
     config    where things live: paths, URLs, environment variables
+    tuned     every number that tunes the search and the answer, with the command, sets and figures behind it
     text      German text: folding, compounds, stems; the one sentence splitter; instruction and credential flags
     privacy   personal data: check digits, names, addresses, masking with numbered placeholders
     store     the index: one interface, SQLite and PostgreSQL + pgvector, the packed vectors and their exact scan

@@ -32,6 +32,7 @@ import dataclasses
 import time
 
 from rag import config
+from rag import tuned
 from rag.audit import log as audit
 from rag.answer import choose
 from rag.answer import context
@@ -50,8 +51,8 @@ from rag.search import subsections
 from rag import store
 from rag.text import german
 
-TOP_K = 4  # chunks in the prompt (as in the post)
-FACT_SOURCES = 2  # sources a fact answer's model reads: 4 -> 2 read ~40 % fewer tokens, facts held (docs/messwerte.md)
+TOP_K = tuned.value("core.TOP_K")  # chunks in the prompt (as in the post); every number: rag/tuned.py
+FACT_SOURCES = tuned.value("core.FACT_SOURCES")  # sources a fact answer's model reads (4 -> 2: ~40 % fewer tokens)
 MAX_TOKENS = {"fact": 160, "howto": 400}  # answer length limit by question type; one sentence needs 20–50 tokens,
 #             8 steps with their commands up to ~350
 

@@ -1,6 +1,9 @@
 """rag/answer/context.py (what the model sees of each source), the how-to prefill and the answerability share."""
+from pathlib import Path
+
 import pytest
 
+from rag import tuned
 from rag.answer import answerable
 from rag.answer import choose
 from rag.answer import context
@@ -305,12 +308,12 @@ def test_grounding_measures_only_facts_the_question_does_not_name():
 
 def test_measured_thresholds_are_written_to_the_cache_not_into_the_package(tmp_path, monkeypatch):
     monkeypatch.setenv("RAG_CACHE", str(tmp_path))
-    shipped = answerable.MEASURED.read_bytes() if answerable.MEASURED.exists() else None
+    tuned_file = Path(tuned.__file__).read_bytes()
     written = answerable.store("test-model.gguf", {"threshold": 0.42})
     assert written == tmp_path / "answerable.json" and answerable.threshold("test-model.gguf") == 0.42
-    assert (answerable.MEASURED.read_bytes() if answerable.MEASURED.exists() else None) == shipped
-    for model, entry in answerable.read_table(answerable.MEASURED).items():  # the shipped values still count
-        assert answerable.threshold(model) == entry.get("threshold")
+    assert Path(tuned.__file__).read_bytes() == tuned_file  # the package's table is never written
+    for model, number in tuned.ANSWER_MODELS.items():  # the shipped values (rag/tuned.py) still count
+        assert answerable.threshold(model) == number.value["threshold"]
     other = answerable.store("test-model.gguf", {"threshold": 0.1}, tmp_path / "eval.json")  # a path evaluate.py gives
     assert answerable.threshold("test-model.gguf", other) == 0.1 and answerable.threshold("test-model.gguf") == 0.42
 

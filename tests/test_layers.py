@@ -13,6 +13,7 @@ RAG = ROOT / "rag"
 
 LAYERS = [  # lowest first; a module imports only from its own room or the rooms above it in this list
     "config",   # paths, URLs, environment variables
+    "tuned",    # every number that tunes the search and the answer, with where it comes from
     "text",     # German folding, the sentence splitter, instruction and credential flags
     "privacy",  # personal data: check digits, names, addresses, masking
     "store",    # SQLite and PostgreSQL behind one interface, the packed vectors

@@ -8,7 +8,7 @@ same context, right before the answer. The check and the answer share everything
 question, so llama-server keeps that prefix in its KV cache (cache_prompt): the check costs the
 few tokens of CHECK and one generated token, and the answer starts from the cached prefix.
 A question is refused when p_yes < the threshold measured for the answer model (`evaluate.py
---answerable --tune`, on eval/answers.jsonl; never on the foreign corpus it is checked on).
+--answerable --tune`; rag/tuned.py ANSWER_MODELS says on which sets, with which figures).
 
 Does not handle: servers without logprobs (vLLM and Ollama may lack top_logprobs: then None and
 only the relevance floor decides), base models without a chat template (same).
@@ -21,6 +21,7 @@ from pathlib import Path
 import requests
 
 from rag import config
+from rag import tuned
 from rag.answer import prompt as answer
 from rag.models import llm
 from rag.models.http import CONNECT_TIMEOUT, auth_headers
@@ -29,7 +30,8 @@ from rag.models.llm import READ_TIMEOUT, LLMError, hint_start, http_error, read_
 CHECK = "Beantworten die Quellen diese Frage ausdrücklich? Antworte nur mit ja oder nein."
 TOP = 10  # alternatives of the first token looked at
 YES, NO = ("ja", "yes"), ("nein", "ne", "no")  # first-token spellings, folded (" Ja" -> "ja", "Ne"+"in" -> "ne")
-MEASURED = Path(__file__).with_name("answerable.json")  # per answer model, shipped with the package (read only)
+SHIPPED = {model: {**number.value, "command": number.command, "set": number.sets, "measured_at": number.commit,
+                    "figures": number.figures} for model, number in tuned.ANSWER_MODELS.items()}  # per answer model
 STORED = "answerable.json"  # new measurements of `evaluate.py --answerable --tune --store`, in the cache dir
 #        (rag/config.py cache_dir) or a path given; the set, the command and the numbers stand next to the threshold
 DEFAULT_THRESHOLD = None  # no measured value for this model: no check (it would cost a prompt pass for nothing)
@@ -123,8 +125,8 @@ def read_table(path):
 
 def measured(path=None):
     """{answer model name: {"threshold", "set", "command", …}}: the stored measurements (stored_path) first,
-    then the shipped ones (MEASURED) for the models they do not name ({} if there is none)."""
-    return {**read_table(MEASURED), **read_table(stored_path(path))}
+    then the shipped ones (SHIPPED, rag/tuned.py) for the models they do not name ({} if there is none)."""
+    return {**SHIPPED, **read_table(stored_path(path))}
 
 
 def threshold(model, path=None):

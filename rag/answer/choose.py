@@ -35,6 +35,7 @@ meaning beyond shared words (a heading in other words than the question's scores
 import re
 from collections import namedtuple
 
+from rag import tuned
 from rag.answer import context
 from rag.ingest import markup
 from rag.text import roles
@@ -43,22 +44,15 @@ from rag.text.units import is_procedure, shaped
 Signals = namedtuple("Signals", "rank cosine heading shape substance intro pointer role", defaults=(0,))
 Choice = namedtuple("Choice", "order rows procedure")  # see the module docstring
 
-# Fit by grid search (eval/measure/sections.py GRID, `python3 evaluate.py --sections --tune`) over the 164 how-to
-# lines of eval/answers.jsonl, eval/answers_iobroker.jsonl and eval/answers_idoit.jsonl together (the most right
-# sections summed, ties to fewer non-zero weights, then the smaller ones): right 94 -> 107 (wiki 44 -> 45, ioBroker
-# 26 -> 28, i-doit 24 -> 34). pointer: no gain at any weight (3 of the 19 sources it flags are the right ones).
-# role (with rag/search/solutions.py): 105 -> 110, all on i-doit (32 -> 37; wiki and ioBroker unchanged); fit
-# without i-doit it gets 0 (the other two sets have almost no "Problem / Lösung" pages), i-doit then 29.
-# BEFORE: the choice these weights replaced, best_section() of issue 29 (cosine, a bonus for a procedure's shape, a
-# malus for a page's opening chunk), as weights; `evaluate.py --sections` shows it as "bisher (best_section)".
-WEIGHTS = Signals(rank=0.02, cosine=1.0, heading=0.05, shape=0.01, substance=0.02, intro=-0.02, pointer=0.0,
-                  role=0.02)
-BEFORE = Signals(rank=0.0, cosine=1.0, heading=0.0, shape=0.01, substance=0.0, intro=-0.01, pointer=0.0, role=0.0)
-FINALISTS = 1  # finalists judged at most, best chooser score first (fit with the threshold: evaluate.py --judge --tune)
-PROCEDURE_MAX = 2000  # a how-to procedure longer than this is cut to its best units like any source (the prompt
-#                       of --steps model; a verbatim answer prints up to search.SECTION_MAX)
-SUBSTANCE_FULL = 400  # characters of own text that count as a whole section's worth
-POINTER_CHARS = 120  # a section with a link or "siehe" and fewer own characters than this only points elsewhere
+# The numbers, with where each comes from (the grid, the sets, the figures): rag/tuned.py.
+WEIGHTS = Signals(**tuned.value("choose.WEIGHTS"))  # fit by `evaluate.py --sections --tune` on three answer sets
+BEFORE = Signals(**tuned.value("choose.BEFORE"))  # the choice WEIGHTS replaced (best_section, issue 29): the
+#                                                   "bisher (best_section)" row of `evaluate.py --sections`
+FINALISTS = tuned.value("choose.FINALISTS")  # finalists judged at most (fit with the section threshold)
+PROCEDURE_MAX = tuned.value("choose.PROCEDURE_MAX")  # a longer procedure is cut to its best units like any source
+#                                                     (the prompt of --steps model; verbatim: search.SECTION_MAX)
+SUBSTANCE_FULL = tuned.value("choose.SUBSTANCE_FULL")  # characters of own text that count as a whole section
+POINTER_CHARS = tuned.value("choose.POINTER_CHARS")  # a link or "siehe" and fewer own characters: only points
 
 LINK = re.compile(r"!?\[([^\]]*)\]\([^)]*\)|<https?://[^>]*>|https?://\S+")  # Markdown links, images, bare URLs
 SEE = re.compile(r"\b(?:siehe|s\.|vgl\.|mehr\s+dazu|weitere\s+informationen|see)\b", re.I)

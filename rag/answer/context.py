@@ -26,12 +26,13 @@ kept only as its source's best unit), lists nested in tables, headings inside a 
 """
 import re
 
+from rag import tuned
 from rag.text import german, pointers, sentences
 from rag.text.units import NUMBERED, units
 
-BUDGET = 1600  # characters of source text in the prompt, all sources together (~480 tokens)
-FIRST_SHARE = 0.45  # the first source may use this share of BUDGET; the others share the rest
-KEEP_RATIO = 0.5  # a unit is kept while its score is at least this share of its source's best unit
+BUDGET = tuned.value("context.BUDGET")  # characters of source text in the prompt, all sources together
+FIRST_SHARE = tuned.value("context.FIRST_SHARE")  # the first source's share of BUDGET; the others share the rest
+KEEP_RATIO = tuned.value("context.KEEP_RATIO")  # a unit is kept while it scores this share of its source's best
 
 QUANTITY = (r"(?:lang\w*|viel\w*|hoch|gro(?:ß|ss)|oft|alt|weit|schnell|teuer|spät|spaet|früh|frueh|schwer|breit|"
             r"heißt|heisst|hei(?:ß|ss)en|lautet|war|ist|sind)\b")  # "wie lange …?" asks for a fact

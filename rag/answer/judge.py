@@ -20,9 +20,10 @@ rag/core.py), a model without logprobs (ask_p gives None: the chooser's first fi
 import time
 from collections import namedtuple
 
+from rag import tuned
 from rag.answer import prompt as answer
 
-EXCERPT = 250  # characters of a finalist the model reads, heading path on top: ~150 tokens (500: ~205, same quality)
+EXCERPT = tuned.value("judge.EXCERPT")  # characters of a finalist the model reads, heading path on top (~150 tokens)
 
 Verdict = namedtuple("Verdict", "chosen judged refused")  # chosen: source position or None; judged: [{"n", "p_yes"}]
 

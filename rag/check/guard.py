@@ -17,6 +17,7 @@ English, it leaves out a fact), homoglyphs; the prompt side's limits are in rag/
 """
 import re
 
+from rag import tuned
 from rag.answer import prompt as answer
 from rag.answer.guard import REMOVED, plain
 from rag.check.record import Check
@@ -25,8 +26,8 @@ LINK_FROM_FLAGGED = "[Link aus einer markierten Quelle entfernt]"
 LINK_FROM_NOWHERE = "[Link entfernt: steht in keiner Quelle]"
 CONTACT_FROM_FLAGGED = "[Kontaktangabe aus einer markierten Quelle entfernt]"
 MARK = "\u02c6"  # "ˆ": the datamark of rag/answer/prompt.py (experiment RAG_SPOTLIGHT=datamark), never shown to the reader
-COPY_WORDS = 6  # an answer with this many consecutive words of a removed sentence copies it
-LEAK_WORDS = 8  # … of the fixed prompt (system message, reminder) leaks it
+COPY_WORDS = tuned.value("guard.COPY_WORDS")  # this many consecutive words of a removed sentence: a copy
+LEAK_WORDS = tuned.value("guard.LEAK_WORDS")  # … of the fixed prompt (system message, reminder): a leak
 URL = re.compile(r"(?i)\b(?:https?://|www\.)[^\s<>\"'`)\]]+|\b(?:[a-z0-9-]+\.)+(?:example|com|de|net|org|io|info|"
                  r"eu|biz|app|online|site|local|intern|ru|cn|xyz|top)\b(?:/[^\s<>\"'`)\]]*)?")
 EMAIL = re.compile(r"\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b")

@@ -32,6 +32,7 @@ import functools
 import math
 import re
 
+from rag import tuned
 from rag.check import factcheck
 from rag.answer.prompt import NO_INFO
 from rag.check.citations import CITATION
@@ -39,11 +40,11 @@ from rag.check.record import Check
 from rag.text import german, pointers, sentences
 from rag.text.units import units
 
-SUPPORT = 0.5  # share of a statement's words one unit must hold to support it
-MIN_WORDS = 2  # statements with fewer content words ("Laut Quelle [2]:") are not checked
-EVIDENCE_MAX = 3  # evidence lines under an answer
-FACT_WEIGHT = 0.5  # a statement's numbers, dates, § together, against its words (1.0); see best_unit()
-SUBJECT_SHARE = 0.5  # best_unit(): a unit holds at least this share of the question's nouns a statement repeats
+SUPPORT = tuned.value("support.SUPPORT")  # share of a statement's words one unit must hold to support it
+MIN_WORDS = tuned.value("support.MIN_WORDS")  # statements with fewer content words are not checked
+EVIDENCE_MAX = tuned.value("support.EVIDENCE_MAX")  # evidence lines under an answer
+FACT_WEIGHT = tuned.value("support.FACT_WEIGHT")  # its numbers, dates, § together, against its words (1.0)
+SUBJECT_SHARE = tuned.value("support.SUBJECT_SHARE")  # a unit's share of the question's nouns a statement repeats
 NOUN = re.compile(r"(?<=[\s(„\"'])[A-ZÄÖÜ][\w-]*[a-zäöüß][\w-]*")  # asked(): a capitalised word, not the first
 CODE = re.compile(r"`([^`\n]+)`")
 STEP = re.compile(r"^\s*(?:[-*+•]|\d{1,2}[.)])\s+")

@@ -32,6 +32,7 @@ import math
 import operator
 from dataclasses import dataclass, field
 
+from rag import tuned
 from rag.search.lexical import chunk_tokens, covered, lexical_ranking, store_size
 from rag.store import sqlite as store
 from rag.text import german
@@ -43,18 +44,18 @@ except ImportError:  # Python 3.11
         """Example: dot([1, 2], [3, 4]) -> 11"""
         return sum(map(operator.mul, a, b))
 
-RRF_K = 60  # Reciprocal Rank Fusion constant (Cormack et al.)
-LEXICAL_WEIGHT = 1.0  # weight of the lexical ranking in hybrid mode
-VECTOR_WEIGHT = 0.01  # weight of the vector ranking: tiny, measured (docs/suche.md); RAG_VECTOR_WEIGHT
+# The numbers, with where each comes from: rag/tuned.py (`ask_rag.py --explain` prints them).
+RRF_K = tuned.value("ranking.RRF_K")  # Reciprocal Rank Fusion constant
+LEXICAL_WEIGHT = tuned.value("ranking.LEXICAL_WEIGHT")  # weight of the lexical ranking in hybrid mode
+VECTOR_WEIGHT = tuned.value("ranking.VECTOR_WEIGHT")  # … of the vector ranking, unmeasured model; RAG_VECTOR_WEIGHT
 FETCH = 50  # candidates per mode before fusion and the per-file cap
-MAX_PER_FILE = 3  # at most this many chunks of one file in the final top-k …
-COMPARABLE = 0.98  # … while another file has a candidate scoring at least this share (0 = hard cap)
-MIN_COVERAGE = 0.25  # floor: IDF-weighted share of the question found in the best lexical hit
-MAX_UNKNOWN = 0.45  # floor: IDF-weighted share of the question that no chunk contains
-FULL_COVERAGE = 0.999  # floor: the strict stage found a hit with every word of the question (or its stem); then a
-#                        low cosine alone does not refuse (a table row "Name: Schütt | Vorname: Sven | Durchwahl: 3357"
-#                        has cosine 0.83 to "Welche Durchwahl hat Sven Schütt?"); no verdict of the three answer sets
-#                        or eval/questions.jsonl changes (docs/suche.md)
+MAX_PER_FILE = tuned.value("ranking.MAX_PER_FILE")  # at most this many chunks of one file in the top-k …
+COMPARABLE = tuned.value("ranking.COMPARABLE")  # … while another file has a candidate scoring this share of it
+MIN_COVERAGE = tuned.value("ranking.MIN_COVERAGE")  # floor: share of the question in the best lexical hit
+MAX_UNKNOWN = tuned.value("ranking.MAX_UNKNOWN")  # floor: share of the question that no chunk contains
+FULL_COVERAGE = tuned.value("ranking.FULL_COVERAGE")  # floor: the strict stage found every word of the question
+#   (or its stem) in one hit; then a low cosine alone does not refuse (a table row "Name: Schütt | Vorname: Sven |
+#   Durchwahl: 3357" has cosine 0.83 to "Welche Durchwahl hat Sven Schütt?")
 MODES = ("hybrid", "vector", "lexical")
 
 
@@ -162,10 +163,8 @@ def cap_per_file(sources, top_k, max_per_file, comparable=COMPARABLE):
     return out
 
 
-SECTION_MAX = 4000  # whole_sections: a section longer than this (characters) stays cut into its chunks. How-to
-#   answers print it verbatim (the model reads 250 characters of it): 2000 -> 4000 puts all key steps in the printed
-#   section for 3 more of 43 ioBroker how-to questions (27 -> 30; wiki 45/53 and i-doit 37/68 the same), 8000 one more
-#   each on ioBroker and i-doit, at 16 instead of 14 lines an answer (docs/messwerte.md)
+SECTION_MAX = tuned.value("ranking.SECTION_MAX")  # whole_sections: a longer section (characters) stays cut
+#   into its chunks; how-to answers print it verbatim (the model reads 250 characters of it)
 
 
 def whole_sections(index, sources, max_chars=SECTION_MAX):
@@ -310,11 +309,8 @@ def judge(result, floor_cosine, reject_cosine=None):
     return result
 
 
-# Measured with `evaluate.py --tune` on eval/questions.jsonl (docs/suche.md), per embedding model.
-MEASURED = {
-    "gemma-3-270m-q4_k_m.gguf": {"vector_weight": 0.01, "floor_cosine": 0.956},
-    "multilingual-e5-small-q4_0.gguf": {"vector_weight": 1.0, "floor_cosine": 0.862, "reject_cosine": 0.85},
-}
+# Measured with `evaluate.py --tune` on eval/questions.jsonl, per embedding model (rag/tuned.py EMBED_MODELS).
+MEASURED = {model: number.value for model, number in tuned.EMBED_MODELS.items()}
 
 
 def index_settings(meta, vector_weight=None, floor_cosine=None, reject_cosine=None):
