@@ -8,7 +8,8 @@ same context, right before the answer. The check and the answer share everything
 question, so llama-server keeps that prefix in its KV cache (cache_prompt): the check costs the
 few tokens of CHECK and one generated token, and the answer starts from the cached prefix.
 A question is refused when p_yes < the threshold measured for the answer model (`evaluate.py
---answerable --tune`; rag/tuned.py ANSWER_MODELS says on which sets, with which figures).
+--answerable --tune`; rag/tuned.py ANSWER_MODELS says on which sets, with which figures). The request goes
+through the one client of the answer server (rag/models/llm.py send: timeouts, key, error lines).
 
 Does not handle: servers without logprobs (vLLM and Ollama may lack top_logprobs: then None and
 only the relevance floor decides), base models without a chat template (same).
@@ -18,14 +19,10 @@ import math
 import time
 from pathlib import Path
 
-import requests
-
 from rag import config
 from rag import tuned
 from rag.answer import prompt as answer
-from rag.models import llm
-from rag.models.http import CONNECT_TIMEOUT, auth_headers
-from rag.models.llm import READ_TIMEOUT, LLMError, hint_start, http_error, read_entry
+from rag.models import http, llm
 
 CHECK = "Beantworten die Quellen diese Frage ausdrücklich? Antworte nur mit ja oder nein."
 TOP = 10  # alternatives of the first token looked at
@@ -72,21 +69,16 @@ def p_yes(url, prefix, api_key=None, model_name=None, seed=0, read=None):
             "logprobs": True, "top_logprobs": TOP, "cache_prompt": True, "stream": False}
     if model_name:
         body["model"] = model_name
-    try:
-        response = requests.post(url.rstrip("/") + "/v1/chat/completions", json=body, headers=auth_headers(api_key),
-                                 timeout=(CONNECT_TIMEOUT, READ_TIMEOUT))
-    except requests.ConnectionError:
-        raise LLMError(f"llama-server unter {url} nicht erreichbar – {hint_start(url)}")
-    except requests.Timeout:
-        raise LLMError(f"llama-server unter {url} antwortet nicht (Timeout {READ_TIMEOUT} s) – Server prüfen")
+    timeout = http.read_timeout(llm.READ_TIMEOUT, check_text(prefix), 1)
+    response = llm.send("POST", url, "/v1/chat/completions", timeout, api_key, json=body)
     if response.status_code != 200:
-        raise http_error(response, " bei der Prüfung")
+        raise llm.http_error(response, " bei der Prüfung")
     try:
         reply = response.json()
     except ValueError:
         reply = None
     if read is not None:
-        read.append(read_entry("check", reply if isinstance(reply, dict) else None))
+        read.append(llm.read_entry("check", reply if isinstance(reply, dict) else None))
     try:
         content = reply["choices"][0]["logprobs"]["content"]
         return share_yes(content[0]["top_logprobs"]) if content else None
