@@ -127,7 +127,7 @@ def parse_flags():
     parser.add_argument("--ann", action="store_true",
                         help=f"PostgreSQL: HNSW-Index für die Vektorsuche jetzt anlegen (sonst ab "
                              f"{store.ANN_MIN_CHUNKS:,} Chunks von selbst)".replace(",", "."))
-    forget.add_flags(parser)  # --forget PATH, --vacuum, --audit, --forget-log (rag/ingest/forget.py)
+    forget.add_flags(parser)  # --forget PATH, --vacuum, --audit, --forget-log (rag/ingest/)
     parser.add_argument("--users", default=config.env_str("RAG_USERS", ""), metavar="FILE",
                         help="Benutzerdatei: warnt vor Rechte-Regeln mit Gruppen, die kein Benutzer hat (RAG_USERS)")
     parser.add_argument("--watch", action="store_true",

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
-"""Which statements of recorded answers the support check calls "gestützt": by question type, answered right or
-wrong, with and without the question's nouns (rag/check/support.py SUBJECT_SHARE); and which fact answers the
-grounding check withdraws, as recorded and with today's code (grounding.grounding, grounding.gap). No model: the
-answers come from `evaluate.py --answers --out FILE`, the sources from the same index searched again.
+"""Which statements of recorded answers the support check calls "gestützt": by question type,
+answered right or wrong, with and without the question's nouns (rag/check/support.py
+SUBJECT_SHARE); and which fact answers the grounding check withdraws, as recorded and with
+today's code (grounding.grounding, grounding.gap). No model: the answers come from `evaluate.py
+--answers --out FILE`, the sources from the same index searched again.
 
     python3 bench/support_verdicts.py --answers wiki.jsonl --db wiki.db --answers iob.jsonl --db iob.db
 

@@ -69,7 +69,8 @@ def test_units_a_code_block_indented_under_a_list_item_stands_as_its_closing_fen
     assert [tuple(u) for u in units.units(content)] == [
         ("item", "1. Führe aus:"), ("code", "```sql\nUPDATE s SET v = 1;\n  -- Kommentar\n```"),
         ("sentence", "Dabei ist s die Tabelle.")]
-    assert units.units("```\n    eingerückt\n```")[0].text == "```\n    eingerückt\n```"  # its own indent stays
+    code = "```\n    eingerückt\n```"
+    assert units.units(code)[0].text == code  # its own indent stays
 
 
 def test_steps_keep_each_first_sentence_and_a_later_command():
@@ -90,8 +91,9 @@ def test_select_keeps_the_procedure_and_the_best_sentence_of_the_others():
     vocab = german.learn_vocabulary(s.content for s in sources)
     question = "Wie lege ich eine Mailbox an?"
     terms = german.query_terms(question, vocab)
-    chosen = choose.procedure(sources, terms, [1.0] * len(terms), vocab)  # the chooser's (rag/answer/choose.py)
-    texts, procedure = context.select(question, sources, terms, [1.0] * len(terms), vocab, procedure=chosen)
+    weights = [1.0] * len(terms)
+    chosen = choose.procedure(sources, terms, weights, vocab)  # rag/answer/choose.py
+    texts, procedure = context.select(question, sources, terms, weights, vocab, procedure=chosen)
     assert procedure == 2 and texts[1] == context.steps(STEPS)
     assert texts[0] == "Die Mailbox ist wichtig."  # the one unit that shares a word with the question
     facts, none = context.select("Wie groß ist die Mailbox?", sources, terms, [1.0] * len(terms), vocab, "fact")
@@ -143,8 +145,8 @@ def ranked(*items):
     ([("Mailbox › A", "Text.", 0.9), ("Mailbox › B", "Text.", 0.9)], 0),  # a tie keeps the better rank
     ([("Mailbox › A", "Text.", None), ("Mailbox › B", "- eins\n- zwei", None)], 1),  # no cosines: the shape
 ])
-def test_the_choice_before_the_weights_takes_the_closest_section_shaped_like_a_procedure(items, expected):
-    sources = ranked(*items)  # choose.BEFORE: best_section() of issue 29, as weights of the one chooser
+def test_the_old_choice_takes_the_closest_section_shaped_like_a_procedure(items, expected):
+    sources = ranked(*items)  # choose.BEFORE: best_section() of issue 29, as weights
     assert choose.choose(sources, signal_weights=choose.BEFORE).order == [expected]
     assert choose.choose([]).order == []
 
@@ -172,7 +174,7 @@ def test_share_yes_reads_yes_and_no_spellings():
     assert answerable.share_yes([{"token": "Vielleicht", "logprob": -0.1}]) is None
 
 
-# -- rag/check/support.py --------------------------------------------------------------------------------
+# -- rag/check/support.py --------------------------------------------------------------------------
 from rag.check import grounding, support  # noqa: E402
 
 SOURCES = [source("a.md", "Mailbox", "Die Mailbox ist wichtig. Das Passwort steht im Tresor der IT."),
@@ -302,17 +304,19 @@ def test_grounding_is_the_share_of_the_question_around_the_answer_s_facts(questi
 
 def test_grounding_measures_only_facts_the_question_does_not_name():
     vocab = german.learn_vocabulary(s.content for s in ROOMS)
-    assert grounding.grounding("Welcher Raum hat 12 Plätze?", "Der Raum Elbe [1].", ROOMS, vocab) is None
-    assert grounding.grounding("Wie viele Plätze hat Elbe?", "Dazu habe ich keine Information.", ROOMS, vocab) is None
+    said = grounding.grounding("Welcher Raum hat 12 Plätze?", "Der Raum Elbe [1].", ROOMS, vocab)
+    refused = grounding.grounding("Wie viele Plätze hat Elbe?", "Dazu habe ich keine Information.",
+                                  ROOMS, vocab)
+    assert said is None and refused is None
 
 
 def test_measured_thresholds_are_written_to_the_cache_not_into_the_package(tmp_path, monkeypatch):
     monkeypatch.setenv("RAG_CACHE", str(tmp_path))
-    tuned_file = Path(tuned.__file__).read_bytes()
+    tuned_file = tuned.TOML.read_bytes()
     written = answerable.store("test-model.gguf", {"threshold": 0.42})
     assert written == tmp_path / "answerable.json" and answerable.threshold("test-model.gguf") == 0.42
-    assert Path(tuned.__file__).read_bytes() == tuned_file  # the package's table is never written
-    for model, number in tuned.ANSWER_MODELS.items():  # the shipped values (rag/tuned.py) still count
+    assert tuned.TOML.read_bytes() == tuned_file  # the package's table is never written
+    for model, number in tuned.ANSWER_MODELS.items():  # the shipped values still count
         assert answerable.threshold(model) == number.value["threshold"]
     other = answerable.store("test-model.gguf", {"threshold": 0.1}, tmp_path / "eval.json")  # a path evaluate.py gives
     assert answerable.threshold("test-model.gguf", other) == 0.1 and answerable.threshold("test-model.gguf") == 0.42

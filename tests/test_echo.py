@@ -1,4 +1,5 @@
-"""rag/check/echo.py: a fact answer that only repeats the question, and the wiki line printed instead."""
+"""rag/check/echo.py: a fact answer that only repeats the question, and the wiki line printed
+instead."""
 import pytest
 
 from rag.check import echo

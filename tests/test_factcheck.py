@@ -1,5 +1,5 @@
-"""The fact check (rag/check/factcheck.py): German folding pairs, which sources are looked up, the eval
-set, and what ask_rag.py shows, prints as JSON and writes to the audit log.
+"""The fact check (rag/check/factcheck.py): German folding pairs, which sources are looked up, the
+eval set, and what ask_rag.py shows, prints as JSON and writes to the audit log.
 
 Each folding pair is checked the way ask_rag.py checks an answer: the claim inside a short
 answer that cites [1], the other text as source [1]. A pair that must match gives no unsupported
@@ -277,7 +277,7 @@ def test_without_llm_call_unsupported_is_null(env):
     assert load_json(result.stdout)["unsupported"] is None
 
 
-def test_claims_live_in_their_own_module_with_their_keys():  # rag/check/claims.py (found), factcheck.py (checked)
+def test_claims_live_in_their_own_module_with_their_keys():  # claims.py finds, factcheck.py checks
     from rag.check import claims as found
     assert [(c.text, c.kind, c.needs) for c in found.claims("Die Frist beträgt 14 Tage [1], ab dem 1. März 2025.")] == \
         [("14 Tage", "quantity", (("dur:1209600",),)), ("1. März 2025", "date", (("date:2025-3-1",),))]

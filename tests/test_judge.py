@@ -1,5 +1,6 @@
-"""rag/answer/judge.py (the model judges a how-to answer's finalists, rag/answer/choose.py), rag/text/pointers.py (a sentence that only
-says where the answer stands) and what they change in the context, the support check and the pipeline."""
+"""rag/answer/judge.py (the model judges a how-to answer's finalists, rag/answer/choose.py),
+rag/text/pointers.py (a sentence that only says where the answer stands) and what they change in the
+context, the support check and the pipeline."""
 from types import SimpleNamespace
 
 import pytest

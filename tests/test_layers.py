@@ -21,8 +21,9 @@ LAYERS = [  # lowest first; a module imports only from its own room or the rooms
     "audit",    # the audit log: one JSON line per answer, redacted when a page is forgotten
     "ingest",   # files to pages to chunks, the formats, the indexing run
     "search",   # ranking, expansion, follow-ups
-    "answer",   # before the model: context, the chooser, prompt, answerability, the guard's prompt side
-    "check",    # after the model: citations, support, facts, echo, see-also, the guard's answer side
+    "answer",   # before the model: context, the chooser, prompt, answerability, the guard
+    "check",    # after the model: citations, support, facts, echo, see-also, the guard's answer
+    "records",  # what a door hands the core (Settings) and gets back (Events, the Answer)
     "core",     # the question pipeline
     "doors",    # terminal, flags, web page, OpenAI API, MCP
 ]

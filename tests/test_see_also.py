@@ -1,5 +1,5 @@
-"""The runners-up under an answer (rag/check/see_also.py): which sources, in which order, and the line
-every door shows ("Siehe auch: …", after the refusal "Vielleicht hilft: …")."""
+"""The runners-up under an answer (rag/check/see_also.py): which sources, in which order, and
+the line every door shows ("Siehe auch: …", after the refusal "Vielleicht hilft: …")."""
 import pytest
 
 from rag.check import see_also

@@ -1,4 +1,5 @@
-"""A how-to source without steps joined with the subsections below it that hold them (rag/search/subsections.py)."""
+"""A how-to source without steps joined with the subsections below it that hold them
+(rag/search/subsections.py)."""
 import pytest
 
 from conftest import load_json, run_script, write_wiki

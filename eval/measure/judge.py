@@ -38,7 +38,7 @@ def collect(questions, db, url, args):
     for n, (item, (result, question)) in enumerate(zip(items, retrieved(items, settings)), start=1):
         sources = result.sources
         judged = []
-        for k in choose.choose(sources, result.terms, result.weights, result.vocab, limit=JUDGED).order:
+        for k in choose.choose(*choose.inputs(result), limit=JUDGED).order:
             read = []
             p = answerable.p_yes(url, judge.section_prefix(question, sources[k]), read=read)
             judged.append({"hit": bool(item["expected"]) and retrieval.matches(sources[k], item["expected"]),
@@ -51,8 +51,8 @@ def collect(questions, db, url, args):
 
 
 def retrieved(items, settings):
-    """[(Retrieval, masked question)] per item, as core.retrieve gives them for a how-to question, with every
-    question embedded in one call (eval/measure/sections.py does the same)."""
+    """[(Retrieval, masked question)] per item, as core.found gives them for a how-to question, with
+    every question embedded in one call (eval/measure/sections.py does the same)."""
     try:
         conn, meta, mode = core.open_index(settings)
         try:

@@ -59,7 +59,7 @@ def collect(questions, db, args):
             core.protect(item["question"], result, settings, conn)  # the sources masked, as the core shows them
             sources = result.sources
             cases.append(Case(questions, item["question"], [retrieval.matches(s, item["expected"]) for s in sources],
-                              choose.choose(sources, result.terms, result.weights, result.vocab).rows,
+                              choose.choose(*choose.inputs(result)).rows,
                               [SimpleNamespace(path=s.path, heading=s.heading) for s in sources],
                               [has_facts(prompt.steps_answer(n, s.content) or "", item.get("facts") or [])
                                for n, s in enumerate(sources, start=1)]))

@@ -8,8 +8,9 @@ same context, right before the answer. The check and the answer share everything
 question, so llama-server keeps that prefix in its KV cache (cache_prompt): the check costs the
 few tokens of CHECK and one generated token, and the answer starts from the cached prefix.
 A question is refused when p_yes < the threshold measured for the answer model (`evaluate.py
---answerable --tune`; rag/tuned.py ANSWER_MODELS says on which sets, with which figures). The request goes
-through the one client of the answer server (rag/models/llm.py send: timeouts, key, error lines).
+--answerable --tune`; rag/tuned.py ANSWER_MODELS says on which sets, with which figures). The
+request goes through the one client of the answer server (rag/models/llm.py send: timeouts, key,
+error lines).
 
 Does not handle: servers without logprobs (vLLM and Ollama may lack top_logprobs: then None and
 only the relevance floor decides), base models without a chat template (same).
@@ -27,8 +28,9 @@ from rag.models import http, llm
 CHECK = "Beantworten die Quellen diese Frage ausdrücklich? Antworte nur mit ja oder nein."
 TOP = 10  # alternatives of the first token looked at
 YES, NO = ("ja", "yes"), ("nein", "ne", "no")  # first-token spellings, folded (" Ja" -> "ja", "Ne"+"in" -> "ne")
-SHIPPED = {model: {**number.value, "command": number.command, "set": number.sets, "measured_at": number.commit,
-                    "figures": number.figures} for model, number in tuned.ANSWER_MODELS.items()}  # per answer model
+SHIPPED = {model: {**number.value, "command": number.command, "set": number.sets,
+                    "measured_at": number.commit, "figures": number.figures}
+           for model, number in tuned.ANSWER_MODELS.items()}  # per answer model (rag/tuned.toml)
 STORED = "answerable.json"  # new measurements of `evaluate.py --answerable --tune --store`, in the cache dir
 #        (rag/config.py cache_dir) or a path given; the set, the command and the numbers stand next to the threshold
 DEFAULT_THRESHOLD = None  # no measured value for this model: no check (it would cost a prompt pass for nothing)
@@ -87,13 +89,14 @@ def p_yes(url, prefix, api_key=None, model_name=None, seed=0, read=None):
 
 
 def refuses(prefix, settings, result, limit, read, started):
-    """The core's check before a fact answer (rag/core.py stream): do the sources answer the question? Fills
-    result.answerable {"p_yes", "threshold", "refused"} and the check's time; True (and the refusal as the
-    answer) when the model's P(ja) is below `limit`."""
+    """The core's check before a fact answer (rag/core.py stream): do the sources answer the
+    question? Fills result.answerable {"p_yes", "threshold", "refused"} and the check's time;
+    True (and the refusal as the answer) when the model's P(ja) is below `limit`."""
     p = p_yes(settings.server, prefix, settings.api_key, settings.llm_model_name, read=read)
     result.timings["check_s"] = round(time.monotonic() - started, 3)
     no = p is not None and limit is not None and p < limit
-    result.answerable = {"p_yes": None if p is None else round(p, 4), "threshold": limit, "refused": no}
+    result.answerable = {"p_yes": None if p is None else round(p, 4), "threshold": limit,
+                         "refused": no}
     if no:
         result.text, result.timings["read_before_first_token"] = answer.NO_INFO, llm.total_read(read)
     return no
@@ -116,8 +119,9 @@ def read_table(path):
 
 
 def measured(path=None):
-    """{answer model name: {"threshold", "set", "command", …}}: the stored measurements (stored_path) first,
-    then the shipped ones (SHIPPED, rag/tuned.py) for the models they do not name ({} if there is none)."""
+    """{answer model name: {"threshold", "set", "command", …}}: the stored measurements
+    (stored_path) first, then the shipped ones (SHIPPED, rag/tuned.py) for the models they do not
+    name ({} if there is none)."""
     return {**SHIPPED, **read_table(stored_path(path))}
 
 

@@ -1,36 +1,39 @@
-"""Which retrieved section answers a how-to question: the one chooser, and every choice the answer needs of it.
+"""Which retrieved section answers a how-to question: the one chooser, and every choice the answer
+needs of it.
 
     sources: [1] vpn.md › VPN (cosine 0.91, "Siehe [Anleitung](vpn-client.md)."),
              [2] vpn.md › VPN › Client einrichten (cosine 0.90, "1. Client laden …\\n2. Anmelden …")
     choice = choose(sources, terms, weights, vocab)
-    choice.order      -> [1]        source positions, one per section, best first, a pointer last (FINALISTS)
+    choice.order      -> [1]   positions, one per section, best first, a pointer last (FINALISTS)
     choice.rows       -> [Signals(rank=1.0, cosine=0.0, …, pointer=1, role=0), Signals(rank=0.5, …)]
-    choice.procedure  -> 1          the procedure the model sees whole when it writes the steps (--steps model)
+    choice.procedure  -> 1     what the model sees whole when it writes the steps (--steps model)
 
-choice.order[0] is the section a how-to answer prints verbatim (rag/answer/prompt.py steps_answer); the model
-judges choice.order before it is printed (rag/answer/judge.py); `ask_rag.py --explain` prints choice.rows;
-`evaluate.py --sections` measures choice.order[0] on the answer sets.
+choice.order[0] is the section a how-to answer prints verbatim (rag/answer/prompt.py steps_answer);
+the model judges choice.order before it is printed (rag/answer/judge.py); `ask_rag.py --explain`
+prints choice.rows; `evaluate.py --sections` measures choice.order[0] on the answer sets.
 
 Signals of the source at position n (0-based) of the fused ranking:
   rank       1 / (n + 1)
   cosine     its cosine minus the best cosine among the sources (0 for the closest; 0 without cosines)
   heading    IDF-weighted share of the question's content words in its heading path (context.score)
   shape      1 for a procedure's shape: numbered steps, a code block, bullets (rag/text/units.py)
-  substance  characters that are not a link, a heading or a note label, as a share of SUBSTANCE_FULL (at most 1)
+  substance  characters that are not a link, a heading or a note label, as a share of SUBSTANCE_FULL
+             (at most 1)
   intro      1 for a page's opening chunk (is_intro)
-  pointer    1 for a section that mostly points elsewhere: a link or "siehe …" and under POINTER_CHARS else
+  pointer    1 for a section that mostly points elsewhere: a link or "siehe …" and under
+             POINTER_CHARS else
   role       what its own heading says it is, in a page of the kind "Problem / Ursache / Lösung": 1 for a
              solution ("Lösung", "Behebung", "Abhilfe", "Workaround"), -1 for the problem ("Problem",
              "Symptome", "Fehlermeldungen", "Ursache"); 0 else (rag/text/roles.py)
-Score: the sum of WEIGHTS × signals. Order: one source per section (path, heading), a pointer after every
-other, then the higher score, ties to the better rank; at most FINALISTS.
+Score: the sum of WEIGHTS × signals. Order: one source per section (path, heading), a pointer after
+every other, then the higher score, ties to the better rank; at most FINALISTS.
 
-The procedure (choice.procedure) is another question about the same sources: which one the model may read
-whole when it writes the steps itself, a numbered list or code block of at most PROCEDURE_MAX characters
-that covers most of the question (ties: the better rank).
+The procedure (choice.procedure) is another question about the same sources: which one the model may
+read whole when it writes the steps itself, a numbered list or code block of at most PROCEDURE_MAX
+characters that covers most of the question (ties: the better rank).
 
-Does not handle: joining a parent section and its subsections (rag/search/subsections.py does, before),
-meaning beyond shared words (a heading in other words than the question's scores 0).
+Does not handle: joining a parent section and its subsections (rag/search/subsections.py does,
+before), meaning beyond shared words (a heading in other words than the question's scores 0).
 """
 import re
 from collections import namedtuple
@@ -45,14 +48,15 @@ Signals = namedtuple("Signals", "rank cosine heading shape substance intro point
 Choice = namedtuple("Choice", "order rows procedure")  # see the module docstring
 
 # The numbers, with where each comes from (the grid, the sets, the figures): rag/tuned.py.
-WEIGHTS = Signals(**tuned.value("choose.WEIGHTS"))  # fit by `evaluate.py --sections --tune` on three answer sets
-BEFORE = Signals(**tuned.value("choose.BEFORE"))  # the choice WEIGHTS replaced (best_section, issue 29): the
-#                                                   "bisher (best_section)" row of `evaluate.py --sections`
-FINALISTS = tuned.value("choose.FINALISTS")  # finalists judged at most (fit with the section threshold)
-PROCEDURE_MAX = tuned.value("choose.PROCEDURE_MAX")  # a longer procedure is cut to its best units like any source
-#                                                     (the prompt of --steps model; verbatim: search.SECTION_MAX)
-SUBSTANCE_FULL = tuned.value("choose.SUBSTANCE_FULL")  # characters of own text that count as a whole section
-POINTER_CHARS = tuned.value("choose.POINTER_CHARS")  # a link or "siehe" and fewer own characters: only points
+WEIGHTS = Signals(**tuned.value("choose.WEIGHTS"))  # fit by `evaluate.py --sections --tune`
+# the choice WEIGHTS replaced (best_section, issue 29): the "bisher" row of `evaluate.py --sections`
+BEFORE = Signals(**tuned.value("choose.BEFORE"))
+FINALISTS = tuned.value("choose.FINALISTS")  # judged at most (fit with the section threshold)
+# a longer procedure is cut to its best units like any source (the prompt of --steps model; what is
+# printed verbatim is up to search.SECTION_MAX)
+PROCEDURE_MAX = tuned.value("choose.PROCEDURE_MAX")
+SUBSTANCE_FULL = tuned.value("choose.SUBSTANCE_FULL")  # own characters worth a whole section
+POINTER_CHARS = tuned.value("choose.POINTER_CHARS")  # a link or "siehe" and fewer own characters
 
 LINK = re.compile(r"!?\[([^\]]*)\]\([^)]*\)|<https?://[^>]*>|https?://\S+")  # Markdown links, images, bare URLs
 SEE = re.compile(r"\b(?:siehe|s\.|vgl\.|mehr\s+dazu|weitere\s+informationen|see)\b", re.I)
@@ -96,17 +100,30 @@ def score(row, weights=WEIGHTS):
     return sum(w * x for w, x in zip(weights, row))
 
 
-def choose(sources, terms=(), weights=(), vocab=frozenset(), limit=FINALISTS, signal_weights=WEIGHTS):
+def choose(sources, terms=(), weights=(), vocab=frozenset(), limit=FINALISTS,
+           signal_weights=WEIGHTS):
     """The Choice for a how-to question over `sources` (see the module docstring)."""
     rows = table(sources, terms, weights, vocab)
-    return Choice(finalists(sources, rows, limit, signal_weights), rows, procedure(sources, terms, weights, vocab))
+    order = finalists(sources, rows, limit, signal_weights)
+    return Choice(order, rows, procedure(sources, terms, weights, vocab))
+
+
+def inputs(retrieval):
+    """What choose() reads of a search's Retrieval: (sources, terms, their IDF weights, the
+    vocabulary)."""
+    return retrieval.sources, retrieval.terms, retrieval.weights, retrieval.vocab
 
 
 def finalists(sources, rows, limit=FINALISTS, weights=WEIGHTS):
-    """Source positions by score (ties: the better rank), one per section (path, heading), at most limit.
-    A section that only points elsewhere (is_pointer) comes after every other: it is never the answer
-    while another section is there. Example: rows of a pointer (0.95) and steps (0.90) -> [1, 0] (limit 2)"""
-    order = sorted(range(len(rows)), key=lambda n: (rows[n].pointer, -round(score(rows[n], weights), 9), n))
+    """Source positions by score (ties: the better rank), one per section (path, heading), at most
+    limit. A section that only points elsewhere (is_pointer) comes after every other: it is never
+    the answer while another section is there.
+
+    Example: rows of a pointer (score 0.95) and of steps (0.90), limit 2 -> [1, 0]
+    """
+    def key(n):
+        return rows[n].pointer, -round(score(rows[n], weights), 9), n
+    order = sorted(range(len(rows)), key=key)
     seen, out = set(), []
     for n in order:
         section = (sources[n].path, sources[n].heading)

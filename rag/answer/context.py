@@ -8,18 +8,20 @@ code blocks that bear on the question, and whether the question asks how to do s
 
 Why: four chunks of 1,200 characters each are ~950 prompt tokens, 6.6 s before the first token on
 2 cores, and a 1.5B model copies the wrong one. What a source keeps:
-  - for a how-to question, the procedure the chooser picked (a chunk with a numbered list or a code block,
-    rag/answer/choose.py procedure) stays whole, as the wiki gives it, but a numbered list shows only its
-    steps, each cut to its first sentence (steps());
+  - for a how-to question, the procedure the chooser picked (a chunk with a numbered list or a
+    code block, rag/answer/choose.py procedure) stays whole, as the wiki gives it, but a numbered
+    list shows only its steps, each cut to its first sentence (steps());
   - otherwise a source that fits its share of BUDGET is shown whole; a longer one keeps its units that
     cover the question best, at least its best one, in their order in the chunk, until its share is used.
     (Whole when it fits: a table row that names none of the question's words was dropped although there was
     room, and "Wie viel Speicherplatz hat eine normale Mailbox?" lost the row "Mitarbeitende (Standard) | 2 GB".)
-(By default the model does not write a how-to answer at all: the section rag/answer/choose.py picks is shown
-verbatim; the procedure it picks, kept whole here, serves --steps model and the check's prompt.)
-Units (rag/text/units.py) are never cut or rewritten: what the model sees is verbatim wiki text (so is the evidence,
-rag/check/support.py). A unit's score is the IDF-weighted share of the question's content words in it,
-with the German matching of the search (compounds, stems, umlauts; rag/text/german.py).
+(By default the model does not write a how-to answer at all: the section rag/answer/choose.py picks
+is shown verbatim; the procedure it picks, kept whole here, serves --steps model and the check's
+prompt.)
+Units (rag/text/units.py) are never cut or rewritten: what the model sees is verbatim wiki text (so
+is the evidence, rag/check/support.py). A unit's score is the IDF-weighted share of the question's
+content words in it, with the German matching of the search (compounds, stems, umlauts;
+rag/text/german.py).
 
 Does not handle: meaning beyond shared words (a unit that answers in other words scores 0 and is
 kept only as its source's best unit), lists nested in tables, headings inside a chunk.
@@ -30,9 +32,9 @@ from rag import tuned
 from rag.text import german, pointers, sentences
 from rag.text.units import NUMBERED, units
 
-BUDGET = tuned.value("context.BUDGET")  # characters of source text in the prompt, all sources together
-FIRST_SHARE = tuned.value("context.FIRST_SHARE")  # the first source's share of BUDGET; the others share the rest
-KEEP_RATIO = tuned.value("context.KEEP_RATIO")  # a unit is kept while it scores this share of its source's best
+BUDGET = tuned.value("context.BUDGET")  # characters of source text in the prompt, all sources
+FIRST_SHARE = tuned.value("context.FIRST_SHARE")  # the first source's share of BUDGET
+KEEP_RATIO = tuned.value("context.KEEP_RATIO")  # kept while a unit scores this share of the best
 
 QUANTITY = (r"(?:lang\w*|viel\w*|hoch|gro(?:ß|ss)|oft|alt|weit|schnell|teuer|spät|spaet|früh|frueh|schwer|breit|"
             r"heißt|heisst|hei(?:ß|ss)en|lautet|war|ist|sind)\b")  # "wie lange …?" asks for a fact
@@ -139,12 +141,13 @@ def fact_reads(sources, terms, weights, vocab, k):
     return sorted([0, *rest[:k - 1]]) if k > 0 else []
 
 
-def select(question, sources, terms, weights, vocab, question_kind=None, whole_chunks=False, read=None,
-           procedure=None):
-    """(the text each source shows the model, in source order; the 1-based number of the procedure kept
-    whole, or None) — see the module docstring. whole_chunks: every source as it is (as in the post).
-    read: a fact answer's model reads only this many sources (fact_reads()); the others' text is None.
-    procedure: a how-to question's procedure, the position the chooser picked (rag/answer/choose.py)."""
+def select(question, sources, terms, weights, vocab, question_kind=None, whole_chunks=False,
+           read=None, procedure=None):
+    """(the text each source shows the model, in source order; the 1-based number of the procedure
+    kept whole, or None) — see the module docstring. whole_chunks: every source as it is (as in
+    the post). read: a fact answer's model reads only this many sources (fact_reads()); the
+    others' text is None. procedure: a how-to question's procedure, the position the chooser
+    picked (rag/answer/choose.py)."""
     question_kind = question_kind or kind(question, sources)
     if question_kind == "fact" and read is not None and not whole_chunks and len(sources) > read:
         reads = fact_reads(sources, terms, weights, vocab, read)

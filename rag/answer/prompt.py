@@ -1,16 +1,19 @@
-"""The prompt: sources numbered [1]…[n], quoted as data, the question, and what the answer must look like.
+"""The prompt: sources numbered [1]…[n], quoted as data, the question, and what the answer must
+look like.
 
     build_prompt("Wie groß darf mein Postfach sein?", sources, chat=True)
-    -> SYSTEM + "\n\n<<<QUELLE [1]: mail/quota.md › Quota>>>\n…\n<<<ENDE QUELLE [1]>>>\n\nFrage: …\nAntworte …"
+    -> SYSTEM + "\n\n<<<QUELLE [1]: mail/quota.md › Quota>>>\n…\n<<<ENDE QUELLE [1]>>>\n\nFrage: …"
 
 The wiki text is wrapped in delimiters and introduced as quoted material, never as instructions;
 a delimiter inside a chunk is defused, and a flagged chunk carries a warning in its header.
 
-Does not handle: checking what came back (rag/check/: citations, support, facts, the guard's answer side).
+Does not handle: checking what came back (rag/check/: citations, support, facts, the guard's answer
+side).
 """
 import os
 import re
 
+from rag.answer import choose, context
 from rag.text.units import units
 from rag.search import followups
 from rag.models.llm import split_chat  # noqa: F401  (split_chat(prompt, SYSTEM): the chat messages)
@@ -111,7 +114,7 @@ def steps_answer(procedure, section):
     Example: steps_answer(2, "Als Admin:\n\n1. Per SSH anmelden.\n2. Mit `cm` anlegen. Wert in KB.")
              -> "Laut Quelle [2]:\nAls Admin:\n1. Per SSH anmelden.\n2. Mit `cm` anlegen. Wert in KB."
     """
-    lines = [unit.text if unit.kind == "code" else pictures(unit.text) for unit in units(section or "")]
+    lines = [u.text if u.kind == "code" else pictures(u.text) for u in units(section or "")]
     return "\n".join([f"Laut Quelle [{procedure}]:", *lines]) if lines else None
 
 
@@ -154,3 +157,18 @@ def context_part(question, sources, chat=False, texts=None):
         parts += [OPEN.format(n=n, where=where), defuse(text), CLOSE.format(n=n), ""]
     parts.append(f"Frage: {question.strip()}")
     return "\n".join(parts)
+
+
+def for_question(question, retrieval, chat, kind, whole_chunks=False, read=None, choice=None):
+    """(the prefix the answerability check shares, the whole prompt, the procedure's source number
+    or None) for a question over a retrieval's sources: what each source shows
+    (rag/answer/context.py select), then build_prompt(). read: a fact answer's model reads this
+    many sources; choice: a how-to question's Choice (rag/answer/choose.py; None: chosen here).
+    whole_chunks: every source whole, as in the post."""
+    if kind == "howto" and choice is None:
+        choice = choose.choose(*choose.inputs(retrieval))
+    sources, whole = retrieval.sources, choice.procedure if choice else None  # a fact's: None
+    texts, procedure = context.select(question, sources, retrieval.terms, retrieval.weights,
+                                      retrieval.vocab, kind, whole_chunks, read, whole)
+    prefix = context_part(question, sources, chat, texts)  # a source the model does not read: None
+    return prefix, build_prompt(question, sources, chat, texts, kind, procedure), procedure

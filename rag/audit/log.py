@@ -1,7 +1,7 @@
 """The audit trail: one JSON line per answer, so an answer can be traced to the exact text it used.
 
     append("knowledge.audit.jsonl", {"question": …, "chunks": [{"path", "heading", "sha256"}], …})
-    read("knowledge.audit.jsonl")[-1]    # the newest entry (rag/doors/audit_show.py prints it readable)
+    read("knowledge.audit.jsonl")[-1]   # the newest entry (rag/doors/audit_show.py prints it)
 
 Each entry holds the chunks' content hashes and the prompt's hash: even after the wiki changed,
 `sha256(content)` of a chunk tells whether the answer rested on today's text.

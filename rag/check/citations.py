@@ -38,9 +38,9 @@ def check_citations(answer, n_sources):
 
 
 def run(case):
-    """The check (rag/check/record.py): the answer's [n], valid or unknown ("warn": an unknown one, or none in
-    an answer that is not the refusal). A verbatim section's citation is its first line; a "[3]" inside it is
-    wiki text, no citation."""
+    """The check (rag/check/record.py): the answer's [n], valid or unknown ("warn": an unknown one,
+    or none in an answer that is not the refusal). A verbatim section's citation is its first
+    line; a "[3]" inside it is wiki text, no citation."""
     cited = case.text if case.by_model else case.text.split("\n", 1)[0]
     found = check_citations(cited, len(case.sources))
     quiet = not found["cited"] and case.text.strip() != NO_INFO

@@ -101,8 +101,9 @@ def replace(question, answer, sources, vocab):
 
 
 def run(case):
-    """The check (rag/check/record.py): a fact answer the model wrote that only repeats the question becomes the
-    wiki line that answers it ("changed", answered_by "line"), else the refusal ("withdrawn")."""
+    """The check (rag/check/record.py): a fact answer the model wrote that only repeats the question
+    becomes the wiki line that answers it ("changed", answered_by "line"), else the refusal
+    ("withdrawn")."""
     if not (case.by_model and case.kind == "fact" and says_nothing(case.question, case.text)):
         return Check("echo", "ok")
     record, text, by = replace(case.question, case.masker.mask(case.text), case.sources, case.vocab)

@@ -6,15 +6,15 @@ commands are not in the sources it cites.
     unsupported("Die Frist beträgt drei Monate [1].", ["… mit einer Frist von 3 Monaten …"], [1])
     -> []
 
-How: every claim in the answer (rag/check/claims.py) gets the keys it may be found under, folded the way search folds
-words: "14 Tage", "zwei Wochen" and "14 Kalendertage" -> "dur:1209600" (seconds); "3 Monate",
-"drei Monate", "ein Vierteljahr"… -> "mon:3"; "01.03.2025", "1. März 2025", "2025-03-01" ->
-"date:2025-3-1"; "1.000" and "1000" -> "n:1000"; "1,5" and "1.5" -> "n:1.5"; "30 %" and
-"30 Prozent" -> "u:%:30"; "§ 7 Abs. 2" -> "par:7:2"; "17 Uhr" and "17:00" -> "time:17:00".
-Each looked-up source is read generously (every number in it counts, also inside dates, times,
-tables and names); a claim is supported when one looked-up source has one of its keys.
-Names with digits ("T14", "mail01", "10.20.10.1") must stand in a source as written; commands in
-backticks verbatim, or word by word with neighbouring words side by side (see code_found()).
+How: every claim in the answer (rag/check/claims.py) gets the keys it may be found under, folded the
+way search folds words: "14 Tage", "zwei Wochen" and "14 Kalendertage" -> "dur:1209600" (seconds);
+"3 Monate", "drei Monate", "ein Vierteljahr"… -> "mon:3"; "01.03.2025", "1. März 2025", "2025-03-01"
+-> "date:2025-3-1"; "1.000" and "1000" -> "n:1000"; "1,5" and "1.5" -> "n:1.5"; "30 %" and "30
+Prozent" -> "u:%:30"; "§ 7 Abs. 2" -> "par:7:2"; "17 Uhr" and "17:00" -> "time:17:00". Each
+looked-up source is read generously (every number in it counts, also inside dates, times, tables and
+names); a claim is supported when one looked-up source has one of its keys. Names with digits
+("T14", "mail01", "10.20.10.1") must stand in a source as written; commands in backticks verbatim,
+or word by word with neighbouring words side by side (see code_found()).
 
 Looked up: the sources the answer cites ([n], valid numbers only); when it cites none, all
 sources of the prompt. The question counts as a source too: repeating its numbers is no claim.
@@ -190,10 +190,12 @@ def unsupported_in(answer, sources, cited=(), question=""):
 
 
 def run(case):
-    """The check (rag/check/record.py): the numbers, dates, §, commands of the answer that no cited source has,
-    masked like the answer ("warn"); the cited sources are those rag/check/citations.py found valid."""
+    """The check (rag/check/record.py): the numbers, dates, §, commands of the answer that no cited
+    source has, masked like the answer ("warn"); the cited sources are those rag/check/citations.py
+    found valid."""
     cited = case.found["citations"].evidence["valid"]
-    missing = [case.masker.mask(c) for c in unsupported_in(case.text, case.sources, cited, case.question)]
+    found = unsupported_in(case.text, case.sources, cited, case.question)
+    missing = [case.masker.mask(claim) for claim in found]
     return Check("facts", "warn" if missing else "ok", missing)
 
 

@@ -3,12 +3,12 @@
     grounding("Wie viele Plätze hat der Schulungsraum?", "Er hat 6 Plätze [1].",
               [Source("räume.md", "Räume", "| Besprechungsraum Alster | 6 Plätze |")])
     -> {"facts": ["6 Plätze"], "coverage": 0.5, "nouns": 1.0}
-    gap(that, 0.3) -> ""   (it stands); coverage 0.25 -> "Anteil der Fragewörter 0.25 < 0.3" (withdrawn)
+    gap(that, 0.3) -> ""   (it stands; at 0.25: "Anteil der Fragewörter 0.25 < 0.3", withdrawn)
 
-The number stands in the wiki, but a model that read a row about another room says it of the one asked:
-the passages that hold an answer's facts must name enough of the question's words (GROUNDED) and of the
-nouns the answer repeats (rag/check/support.py SUBJECT_SHARE). A check of the fact answers the model wrote;
-how-to answers and verbatim lines are not read.
+The number stands in the wiki, but a model that read a row about another room says it of the one
+asked: the passages that hold an answer's facts must name enough of the question's words (GROUNDED)
+and of the nouns the answer repeats (rag/check/support.py SUBJECT_SHARE). A check of the fact
+answers the model wrote; how-to answers and verbatim lines are not read.
 
 Does not handle: facts without a digit, a date, an amount or § (names, host names), paraphrase.
 """
@@ -22,15 +22,16 @@ from rag.check.record import Check
 from rag.text import german
 from rag.text.units import units
 
-GROUNDED = tuned.value("grounding.GROUNDED")  # withdrawn when the passages holding its facts name less of the
-#                                               question's words (by hand between wiki/'s 0.25 and 0.33)
-MASKED = re.compile(r"\[[A-ZÄÖÜ-]+ \d+\]")  # a placeholder of rag/privacy/mask.py: "[IBAN 1]", "[NAME 2]"
+# withdrawn when the passages that hold its facts name less of the question's words than this
+GROUNDED = tuned.value("grounding.GROUNDED")
+MASKED = re.compile(r"\[[A-ZÄÖÜ-]+ \d+\]")  # a placeholder of rag/privacy/mask.py: "[IBAN 1]"
 
 
 def run(case):
-    """The check (rag/check/record.py): a fact answer the model wrote, withdrawn when its facts stand only in
-    passages about something else; evidence: grounding() with "needed", "why", "refused" (and "answer", the
-    model's answer, masked, when withdrawn); None when it does not apply or the answer states no such fact."""
+    """The check (rag/check/record.py): a fact answer the model wrote, withdrawn when its facts
+    stand only in passages about something else. Evidence: grounding() with "needed", "why",
+    "refused" (and "answer", the model's answer, masked, when withdrawn); None when it does not
+    apply or the answer states no such fact."""
     if not (case.by_model and case.kind == "fact"):
         return Check("grounding", "ok")
     found = grounding(case.question, case.masker.mask(case.text), case.sources, case.vocab)
@@ -53,22 +54,27 @@ def grounding(question, answer, sources, vocab=frozenset()):
     left to the fact check; 0.0 when no unit holds any of them). A model that answers "Wie
     viele Plätze hat der Schulungsraum im Erdgeschoss?" with "6 Plätze" from a row about another
     room gets a low share: the number stands in the wiki, but not said of what was asked.
-    Returns {"facts": [...], "coverage": share, 0.0 when no unit holds a fact, "nouns": the best share of the
-    question's nouns the answer repeats (support.asked()) among those units, None when it repeats none or no unit holds
-    a fact}, or None when the answer states no such fact (nothing to measure). "Ein Postfach darf 25 MB groß
-    sein" for "Wie groß darf mein Postfach sein?": 25 MB stands only in a unit about an e-mail, nouns 0.0.
+
+    Returns {"facts": [...], "coverage": that share, "nouns": the best share of the question's nouns
+    the answer repeats (support.asked()) among those units, None when it repeats none or no unit
+    holds a fact}, or None when the answer states no such fact (nothing to measure). "Ein Postfach
+    darf 25 MB groß sein" for "Wie groß darf mein Postfach sein?": 25 MB stands only in a unit about
+    an e-mail, nouns 0.0.
 
     Example: question "Wie viele Plätze hat der Schulungsraum?", answer "Er hat 6 Plätze [1].",
-             source "| Besprechungsraum Alster | 6 Plätze |" -> {"facts": ["6 Plätze"], "coverage": 0.5, "nouns": 1.0}
+             source "| Besprechungsraum Alster | 6 Plätze |"
+             -> {"facts": ["6 Plätze"], "coverage": 0.5, "nouns": 1.0}
     """
     if not answer or answer.strip().startswith(NO_INFO):
         return None
     named = factcheck.read_source(question)
-    facts = [c for c in support.facts_of(MASKED.sub(" ", CITATION.sub("", answer))) if not factcheck.found(c, named)]
+    stated = support.facts_of(MASKED.sub(" ", CITATION.sub("", answer)))
+    facts = [c for c in stated if not factcheck.found(c, named)]
     if not facts:
         return None
     words, best = support.content_words(question), [None] * len(facts)
-    subject, nouns = support.asked(question, CITATION.sub("", answer), vocab), None  # nouns: the best share of them
+    subject = support.asked(question, CITATION.sub("", answer), vocab)
+    nouns = None  # the best share of the subject's nouns in a unit that holds a fact
     for source in sources:
         for unit in units(source.content):
             evidence = support.evidence_of(unit.text)
@@ -82,21 +88,25 @@ def grounding(question, answer, sources, vocab=frozenset()):
                 best[i] = max(best[i] or 0.0, share)
             if subject:
                 nouns = max(nouns or 0.0, sum(t.found_in(tokens) for t in subject) / len(subject))
-    held = [b for b in best if b is not None]  # a fact no unit holds is the fact check's (factcheck.py) to
-    #                                              flag; only when none is held is the answer grounded nowhere
-    return {"facts": list(dict.fromkeys(c.text for c in facts)), "coverage": round(min(held), 3) if held else 0.0,
+    # a fact no unit holds is the fact check's (factcheck.py) to flag; only when none is held is the
+    # answer grounded nowhere
+    held = [b for b in best if b is not None]
+    return {"facts": list(dict.fromkeys(c.text for c in facts)),
+            "coverage": round(min(held), 3) if held else 0.0,
             "nouns": None if nouns is None else round(nouns, 3)}
 
 
 def gap(found, needed):
-    """Why a fact answer is withdrawn, as every door shows it; "" when it stands. found: grounding()'s result.
+    """Why a fact answer is withdrawn, as every door shows it; "" when it stands. found:
+    grounding()'s result.
 
     Example: {"coverage": 0.25, "nouns": 1.0}, 0.3 -> "Anteil der Fragewörter 0.25 < 0.3"
     """
     if found["coverage"] < needed:
         return f"Anteil der Fragewörter {found['coverage']:.2f} < {needed}"
     if found["nouns"] is not None and found["nouns"] < support.SUBJECT_SHARE:
-        return f"Anteil der Substantive der Frage, die die Antwort nennt, {found['nouns']:.2f} < {support.SUBJECT_SHARE}"
+        return (f"Anteil der Substantive der Frage, die die Antwort nennt, {found['nouns']:.2f} "
+                f"< {support.SUBJECT_SHARE}")
     return ""
 
 

@@ -1,19 +1,20 @@
-"""The injection guard, answer side: the answer is checked against what the prompt removed before it is trusted.
+"""The injection guard, answer side: the answer is checked against what the prompt removed before it
+is trusted.
 
-While the answer streams (Screen.screen) and at the end (Screen.check): a link, e-mail address or phone number
-of the answer that is in no kept source sentence is flagged, and so is a `command` that stands only in a
-removed sentence (a command in no source at all is the fact check's, rag/check/factcheck.py); a link or
-contact from a removed sentence, and a login-style link from nowhere, never reaches the reader ("[Link aus
-einer markierten Quelle entfernt]"); an answer that copies a removed sentence or the fixed prompt is replaced
-by NO_INFO.
+While the answer streams (Screen.screen) and at the end (Screen.check): a link, e-mail address or
+phone number of the answer that is in no kept source sentence is flagged, and so is a `command` that
+stands only in a removed sentence (a command in no source at all is the fact check's,
+rag/check/factcheck.py); a link or contact from a removed sentence, and a login-style link from
+nowhere, never reaches the reader ("[Link aus einer markierten Quelle entfernt]"); an answer that
+copies a removed sentence or the fixed prompt is replaced by NO_INFO.
 
-    shield = guard.Shield(sources)            # rag/answer/guard.py: the prompt copies, what was removed
+    shield = guard.Shield(sources)          # rag/answer/guard.py: the prompt copies, the removed
     screen = Screen(shield)
-    text = "".join(screen.screen(pieces))     # withheld links replaced on the fly
-    text, report = screen.check(text)         # report: {"removed", "flagged", "withheld", "replaced"}
+    text = "".join(screen.screen(pieces))   # withheld links replaced on the fly
+    text, report = screen.check(text)       # report: {"removed", "flagged", "withheld", "replaced"}
 
-Does not handle: an answer that follows an instruction without copying it or its payload (it answers in
-English, it leaves out a fact), homoglyphs; the prompt side's limits are in rag/answer/guard.py.
+Does not handle: an answer that follows an instruction without copying it or its payload (it answers
+in English, it leaves out a fact), homoglyphs; the prompt side's limits are in rag/answer/guard.py.
 """
 import re
 
@@ -26,8 +27,8 @@ LINK_FROM_FLAGGED = "[Link aus einer markierten Quelle entfernt]"
 LINK_FROM_NOWHERE = "[Link entfernt: steht in keiner Quelle]"
 CONTACT_FROM_FLAGGED = "[Kontaktangabe aus einer markierten Quelle entfernt]"
 MARK = "\u02c6"  # "ˆ": the datamark of rag/answer/prompt.py (experiment RAG_SPOTLIGHT=datamark), never shown to the reader
-COPY_WORDS = tuned.value("guard.COPY_WORDS")  # this many consecutive words of a removed sentence: a copy
-LEAK_WORDS = tuned.value("guard.LEAK_WORDS")  # … of the fixed prompt (system message, reminder): a leak
+COPY_WORDS = tuned.value("guard.COPY_WORDS")  # this many words in a row of a removed one: a copy
+LEAK_WORDS = tuned.value("guard.LEAK_WORDS")  # … of the fixed prompt (system message, task): a leak
 URL = re.compile(r"(?i)\b(?:https?://|www\.)[^\s<>\"'`)\]]+|\b(?:[a-z0-9-]+\.)+(?:example|com|de|net|org|io|info|"
                  r"eu|biz|app|online|site|local|intern|ru|cn|xyz|top)\b(?:/[^\s<>\"'`)\]]*)?")
 EMAIL = re.compile(r"\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b")
@@ -58,8 +59,10 @@ def host(url):
 def digits(text):
     return re.sub(r"\D", "", text)
 
+
 class Screen:
-    """One answer's guard, answer side: the stream screen and the final check against a Shield's sources."""
+    """One answer's guard, answer side: the stream screen and the final check against a Shield's
+    sources."""
 
     def __init__(self, shield):
         self.shield, self.active = shield, shield.active
@@ -67,17 +70,17 @@ class Screen:
 
     # where a value of the answer stands: "kept" (an unflagged sentence), "removed" or None (nowhere)
     def origin(self, kind, value):
-        value = plain(value).casefold()
+        value, kept, untrusted = plain(value).casefold(), self.shield.kept, self.shield.untrusted
         if kind == "url":
             key = host(value)
-            return "kept" if key in self.shield.kept else ("removed" if key in self.shield.untrusted else None)
+            return "kept" if key in kept else ("removed" if key in untrusted else None)
         if kind == "phone":
             key = digits(value)
             runs = lambda text: {digits(m) for m in PHONE.findall(text)}  # noqa: E731
-            return "kept" if key in runs(self.shield.kept) else ("removed" if key in runs(self.shield.untrusted) else None)
+            return "kept" if key in runs(kept) else ("removed" if key in runs(untrusted) else None)
         squeezed = " ".join(value.split())
-        return ("kept" if squeezed in " ".join(self.shield.kept.split()) else
-                "removed" if squeezed in " ".join(self.shield.untrusted.split()) else None)
+        return ("kept" if squeezed in " ".join(kept.split()) else
+                "removed" if squeezed in " ".join(untrusted.split()) else None)
 
     def replacement(self, kind, value):
         """The text shown instead of a withheld value, or None to keep it."""
@@ -129,8 +132,9 @@ class Screen:
         mask: applied to every value of the answer in the report (the core passes rag/privacy/mask.py's masker).
         """
         prompts = prompts if prompts is not None else (answer.SYSTEM, answer.INSTRUCTIONS, *answer.TASKS.values())
-        report = {"removed": [{"source": n, **r} for n, neutral in enumerate(self.shield.neutral, start=1)
-                              for r in neutral.removed],
+        neutral = self.shield.neutral  # per source: what the prompt copy removed
+        report = {"removed": [{"source": n, **r} for n, copy in enumerate(neutral, start=1)
+                              for r in copy.removed],
                   "flagged": [], "withheld": list(self.withheld), "replaced": None}
         if not self.active or text is None:
             return text, report
@@ -143,7 +147,7 @@ class Screen:
                 if where != "kept" and (kind != "command" or where == "removed"):
                     report["flagged"].append({"kind": kind, "value": value,
                                               "where": "nur in markiertem Text" if where else "in keiner Quelle"})
-        if any(shares_words(text, r["text"], COPY_WORDS) for n in self.shield.neutral for r in n.removed):
+        if any(shares_words(text, r["text"], COPY_WORDS) for n in neutral for r in n.removed):
             report["replaced"] = "kopiert entfernten Text"
         elif any(shares_words(text, p, LEAK_WORDS) for p in prompts):
             report["replaced"] = "gibt die Anweisungen wieder"
@@ -158,9 +162,9 @@ class Screen:
 
 
 def run(case):
-    """The check (rag/check/record.py): case.screen's final check. "withdrawn": the answer copied a removed
-    sentence or the fixed prompt; "changed": a removed sentence's mark taken out; "warn": a value flagged or
-    withheld. Evidence: the report, its values masked like the answer."""
+    """The check (rag/check/record.py): case.screen's final check. "withdrawn": the answer copied a
+    removed sentence or the fixed prompt; "changed": a removed sentence's mark taken out; "warn": a
+    value flagged or withheld. Evidence: the report, its values masked like the answer."""
     text, report = case.screen.check(case.text, mask=case.masker.mask)
     if report["replaced"]:
         return Check("guard", "withdrawn", report, text=text)

@@ -46,5 +46,6 @@ def line(entries, refused=False):
 
 
 def run(case):
-    """The check (rag/check/record.py): the runners-up the answer did not cite ("ok"; a refusal: the best)."""
+    """The check (rag/check/record.py): the runners-up the answer did not cite ("ok"; a refusal: the
+    best)."""
     return Check("see_also", "ok", pick(case.sources, case.found["citations"].evidence["valid"]))

@@ -40,11 +40,12 @@ from rag.check.record import Check
 from rag.text import german, pointers, sentences
 from rag.text.units import units
 
-SUPPORT = tuned.value("support.SUPPORT")  # share of a statement's words one unit must hold to support it
+SUPPORT = tuned.value("support.SUPPORT")  # share of a statement's words one unit must hold
 MIN_WORDS = tuned.value("support.MIN_WORDS")  # statements with fewer content words are not checked
 EVIDENCE_MAX = tuned.value("support.EVIDENCE_MAX")  # evidence lines under an answer
-FACT_WEIGHT = tuned.value("support.FACT_WEIGHT")  # its numbers, dates, § together, against its words (1.0)
-SUBJECT_SHARE = tuned.value("support.SUBJECT_SHARE")  # a unit's share of the question's nouns a statement repeats
+FACT_WEIGHT = tuned.value("support.FACT_WEIGHT")  # its numbers, dates, §, against its words (1.0)
+# best_unit(): a unit holds at least this share of the question's nouns that a statement repeats
+SUBJECT_SHARE = tuned.value("support.SUBJECT_SHARE")
 NOUN = re.compile(r"(?<=[\s(„\"'])[A-ZÄÖÜ][\w-]*[a-zäöüß][\w-]*")  # asked(): a capitalised word, not the first
 CODE = re.compile(r"`([^`\n]+)`")
 STEP = re.compile(r"^\s*(?:[-*+•]|\d{1,2}[.)])\s+")
@@ -54,16 +55,21 @@ HEADER = re.compile(r"^\s*(?:laut|nach|gemäß|siehe)?\s*(?:quelle|quellen)\s*\[
 
 
 def run(case):
-    """The check (rag/check/record.py): which source supports each statement, the evidence under it; the model's
-    [n] corrected to the source that supports it ("changed"). Evidence: {"evidence", "statements"}, the
-    statements masked, no evidence unit that the guard removed from the prompt."""
-    found = check(case.text, case.sources, case.vocab, correct=case.by_model, question=case.question)
-    evidence = [e for e in found["evidence"] if not case.screen.shield.removed(e["text"])]  # never an injection
-    statements = [{**s, "text": case.masker.mask(s["text"])} for s in found["statements"]]  # the model's words
+    """The check (rag/check/record.py): which source supports each statement, the evidence under it;
+    the model's [n] corrected to the source that supports it ("changed"). Evidence: {"evidence",
+    "statements"}, the statements masked, no evidence unit that the guard removed from the prompt.
+    """
+    found = check(case.text, case.sources, case.vocab, correct=case.by_model,
+                  question=case.question)
+    removed = case.screen.shield.removed  # never an injection as evidence
+    evidence = [e for e in found["evidence"] if not removed(e["text"])]
+    # the model's words, masked like the sources
+    statements = [{**s, "text": case.masker.mask(s["text"])} for s in found["statements"]]
     record = {"evidence": evidence, "statements": statements}
     if case.by_model and found["answer"] != case.text:
         return Check("support", "changed", record, text=found["answer"])
-    return Check("support", "ok" if all(s["verdict"] == "gestützt" for s in statements) else "warn", record)
+    held = all(s["verdict"] == "gestützt" for s in statements)
+    return Check("support", "ok" if held else "warn", record)
 
 
 def statements(answer):

@@ -1,11 +1,12 @@
-"""Who is asking, as ask_rag.py's flags say it: --users, --add-user, --groups, --as, --trust-proxy-header and
---proxy-from, read into args.reader (terminal, --mcp) and args.auth (--serve). The users file and the keys
-themselves are rag/store/users.py.
+"""Who is asking, as ask_rag.py's flags say it: --users, --add-user, --groups, --as,
+--trust-proxy-header and --proxy-from, read into args.reader (terminal, --mcp) and args.auth
+(--serve). The users file and the keys themselves are rag/store/users.py.
 
     args = flags.parse_ask(["--users", "users.toml", "--as", "jana", "Wie?"])
-    resolve(args)   # -> args.reader == Reader("jana", ("personal",)), args.auth == Auth(users, None, False, ())
+    resolve(args)   # args.reader == Reader("jana", ("personal",)); args.auth == Auth(users, …)
 
-Does not handle: reading the users file (rag/store/users.py load), checking a key (rag/store/users.py identify).
+Does not handle: reading the users file (rag/store/users.py load), checking a key
+(rag/store/users.py identify).
 """
 import ipaddress
 import os
@@ -52,12 +53,17 @@ def resolve(args):
 
 
 def first(args):
-    """--add-user (prints the key once, as the last line), else args.reader/args.auth; True when done."""
+    """--add-user (prints the key once, as the last line), else args.reader/args.auth from --users,
+    --as and the proxy flags; True when done. Without any of these flags nothing happens (the reader
+    reads everything)."""
+    if not (args.add_user or args.users or args.as_user or args.trust_proxy_header):
+        return False
     try:
         if args.add_user:
             if not args.users:
                 raise UsersError("--add-user braucht --users FILE (die Benutzerdatei)")
-            key = add_user(args.users, args.add_user, [g.strip() for g in args.groups.split(",") if g.strip()])
+            groups = [g.strip() for g in args.groups.split(",") if g.strip()]
+            key = add_user(args.users, args.add_user, groups)
             print(f"Benutzer {args.add_user} in {args.users} angelegt. Schlüssel (wird nur jetzt gezeigt):\n{key}")
             return True
         resolve(args)

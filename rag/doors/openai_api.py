@@ -79,10 +79,11 @@ def footnotes(result):
     """The sources (and checks) as text after the answer, from the door's result JSON (rag/doors/common.py).
 
     Example: sources [mail/a.md › A], citations valid [1] -> "\n\nQuellen:\n- [1] mail/a.md › A (zitiert)\nZitate: [1] gültig"
-    With runners-up (rag/check/see_also.py) the line "Siehe auch: [2] …" (after the refusal "Vielleicht hilft: …")
-    comes first, as in the terminal.
+    With runners-up (rag/check/see_also.py) the line "Siehe auch: [2] …" (after the refusal
+    "Vielleicht hilft: …") comes first, as in the terminal; before it, why the answer is what it is
+    (rag/check/why.py).
     """
-    why = f"\n({result['why']})" if result.get("why") else ""  # rag/check/why.py, as the terminal shows it
+    why = f"\n({result['why']})" if result.get("why") else ""  # as the terminal shows it
     if not result["sources"]:
         return why
     cited = set((result.get("citations") or {}).get("valid") or [])

@@ -20,13 +20,12 @@ import threading
 import time
 
 from rag import core
-from rag.answer import choose
 from rag.answer import prompt
 from rag.check import citations as citations_check
 from rag.check import guard
 from rag.check import see_also
+from rag.doors import explain
 from rag.doors import flags
-from rag.privacy import mask as privacy
 from rag.search import expand
 
 
@@ -85,44 +84,6 @@ def fail(message, code=1):
     sys.exit(code)
 
 
-def print_explain(result, out):
-    print(f"Suchtext:  {result.query_text}", file=out)
-    print(f"Modus:     {result.mode}; Suchstufe: {result.strategy or 'keine'}; "
-          f"Abdeckung {result.coverage:.0%}; bester Kosinus "
-          f"{'-' if result.best_cosine is None else f'{result.best_cosine:.3f}'}", file=out)
-    if result.under:
-        print(f"Ordner:    nur {result.under}", file=out)
-    if result.scan:  # which way rag/store/vectors.py scanned the vectors
-        processes = f", {result.scan_processes} Prozesse" if (result.scan_processes or 1) > 1 else ""
-        how = (f"HNSW: {result.scan_candidates} Kandidaten vorausgewählt, exakt nachgerechnet" if result.scan_candidates
-               else "exakt, alle Vektoren")
-        print(f"Vektorsuche: {result.scan}{processes} ({how})", file=out)
-    if result.weak:
-        print(f"Belege zu schwach: {result.weak_reason}", file=out)
-    if result.query_prefix is not None:
-        print(f'Präfix:    "{result.query_prefix}" (vor der Frage, nur fürs Embedding)', file=out)
-    for kept in result.pii_kept:  # business contacts and RAG_PII_KEEP values (rag/privacy/mask.py)
-        print(privacy.describe_kept(kept), file=out)
-    print_choice(result, out)
-
-
-SIGNAL_NAMES = {"rank": "Rang", "cosine": "Kosinus", "heading": "Überschrift", "shape": "Form", "substance": "Substanz",
-                "intro": "Einleitung", "pointer": "Verweis", "role": "Rolle"}  # --explain's header, one per choose.Signals
-
-
-def print_choice(result, out):
-    """The signals rag/answer/choose.py weighs per source, the section a how-to answer shows marked with "→"
-    (from the sources as retrieved; the core weighs their prompt copies, which differ only after the guard)."""
-    choice = choose.choose(result.sources, result.terms, result.weights, result.vocab)
-    rows, chosen = choice.rows, choice.order[0] if choice.order else None
-    if not rows:
-        return
-    print(f"Abschnittswahl (How-to): {' '.join(SIGNAL_NAMES[f] for f in choose.Signals._fields)} = Punkte", file=out)
-    for n, row in enumerate(rows):
-        values = " ".join(f"{x:.2f}" if isinstance(x, float) else str(x) for x in row)
-        print(f"  {'→' if n == chosen else ' '} [{n + 1}] {values} = {choose.score(row):.4f}", file=out)
-
-
 def print_searched(searched, args, out):
     """The rewritten follow-up (always), what --expand added (--explain)."""
     if searched.rewritten or searched.previous:
@@ -164,8 +125,9 @@ def print_sources(result, citations, out):
 
 
 def print_answer(done, out, shown=False):
-    """After the stream: why the answer is what it is (rag/check/why.py; after the answer when the stream did not
-    show it, after "→" when a check replaced what it showed), the sources, the checks."""
+    """After the stream: why the answer is what it is (rag/check/why.py; after the answer when the
+    stream did not show it, after "→" when a check replaced what it showed), the sources, the
+    checks."""
     if done.why:
         said = f"{'→ ' if done.replaced else ''}{done.text}  " if done.replaced or not shown else ""
         print(f"{said}({done.why})", file=out)
@@ -189,8 +151,8 @@ def print_answer(done, out, shown=False):
 
 
 def show(events, args, out=sys.stdout):
-    """Print one question's events as the terminal shows them; returns (the final Answer, whether a piece of
-    the answer was shown)."""
+    """Print one question's events as the terminal shows them; returns (the final Answer, whether a
+    piece of the answer was shown)."""
     streamed, shown, found, status = False, False, 0, Status()
     try:
         for event in events:
@@ -204,10 +166,13 @@ def show(events, args, out=sys.stdout):
                 print_searched(event.data, args, out)
             elif event.kind == "sources":
                 found = len(event.data.sources)  # what the status line counts
-                if args.explain:
-                    print_explain(event.data, out)
+                if args.explain:  # stages 1 and 2 (rag/doors/explain.py)
+                    explain.found(event.data, out)
+                    explain.widened(event.data, out)
                 if args.show_context:
                     print_context(event.data.sources, out)
+            elif event.kind == "chosen" and args.explain:  # stage 3
+                explain.chosen(event.data, out)
             elif event.kind == "asking":
                 status.show(status_line(found, event.data))
             elif event.kind == "prompt" and args.show_prompt:
@@ -238,6 +203,8 @@ def answer(events, args):
         print(json.dumps(done.as_json(), ensure_ascii=False), flush=True)
     else:
         print_answer(done, sys.stdout, shown)
+        if args.explain:  # stages 4 to 6
+            explain.after(done, sys.stdout)
     return done
 
 

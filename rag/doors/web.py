@@ -218,7 +218,8 @@ class Handler(BaseHTTPRequestHandler):
 
     # -- requests --------------------------------------------------------------------------
     def authorised(self):
-        """Who asks (rag/store/users.py): self.settings becomes the door's settings for that reader."""
+        """Who asks (rag/store/users.py): self.settings becomes the door's settings for that
+        reader."""
         reader = users.identify(self.headers, self.client_address[0], self.state.auth)
         if reader is not None:
             self.settings = doors.request_settings(self.state.settings, reader=reader)

@@ -8,7 +8,8 @@ Steps, each finished before the next (a kill at any point: the same command agai
   1. note    the page's distinctive strings (rag/store/proof.py) and its chunk hashes go into a pending file
              beside the deletion log (mode 0600; zeroed and removed in step 5)
   2. index   its chunks, vectors, search text and words out of every table, one transaction per page
-  3. audit   every audit line that used one of its chunks keeps time and hashes, loses its text (rag/audit/log.py)
+  3. audit   every audit line that used one of its chunks keeps time and hashes, loses its text
+             (rag/audit/log.py)
   4. scrub   the bytes: SQLite merges FTS5 and truncates the WAL (secure_delete zeroed the rows), --vacuum
              rewrites the file; PostgreSQL runs VACUUM FULL (rag/store/postgres_erase.py)
   5. proof   the raw files (database, WAL, shm, audit log, deletion log, PostgreSQL's relation files where

@@ -81,8 +81,10 @@ REWRITE_SYSTEM = (
     "Frage schon ohne das Gespräch verständlich, gib sie unverändert zurück.")  # two worked examples in front made
 # the 1.5B model copy the first question (evaluate.py --followups: R@5 0.487 rewritten alone, docs/suche.md)
 REWRITE_SCHEMA = {"type": "string", "minLength": 5, "maxLength": 200}
-FOLLOWUP_WEIGHT = tuned.value("followups.FOLLOWUP_WEIGHT")  # RRF weight of a follow-up's own ranking …
-HISTORY_WEIGHT = tuned.value("followups.HISTORY_WEIGHT")  # … and of it searched with the question before
+# a follow-up that leans on the history: RRF weight of its own ranking, and of the previous question
+# and the follow-up searched as one text
+FOLLOWUP_WEIGHT = tuned.value("followups.FOLLOWUP_WEIGHT")
+HISTORY_WEIGHT = tuned.value("followups.HISTORY_WEIGHT")
 
 
 def recent(history, turns=HISTORY_TURNS):

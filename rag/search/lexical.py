@@ -14,7 +14,8 @@ import math
 
 from rag import tuned
 
-COVERAGE_POWER = tuned.value("lexical.COVERAGE_POWER")  # score = BM25 × coverage ** this (0: plain BM25)
+# lexical score = BM25 × coverage ** COVERAGE_POWER (0 = plain BM25)
+COVERAGE_POWER = tuned.value("lexical.COVERAGE_POWER")
 
 
 def alternatives(term, loose):

@@ -46,16 +46,18 @@ except ImportError:  # Python 3.11
 
 # The numbers, with where each comes from: rag/tuned.py (`ask_rag.py --explain` prints them).
 RRF_K = tuned.value("ranking.RRF_K")  # Reciprocal Rank Fusion constant
-LEXICAL_WEIGHT = tuned.value("ranking.LEXICAL_WEIGHT")  # weight of the lexical ranking in hybrid mode
-VECTOR_WEIGHT = tuned.value("ranking.VECTOR_WEIGHT")  # … of the vector ranking, unmeasured model; RAG_VECTOR_WEIGHT
+LEXICAL_WEIGHT = tuned.value("ranking.LEXICAL_WEIGHT")  # the lexical ranking's weight (hybrid)
+# … the vector ranking's, for an embedding model without a measured one (RAG_VECTOR_WEIGHT)
+VECTOR_WEIGHT = tuned.value("ranking.VECTOR_WEIGHT")
 FETCH = 50  # candidates per mode before fusion and the per-file cap
-MAX_PER_FILE = tuned.value("ranking.MAX_PER_FILE")  # at most this many chunks of one file in the top-k …
-COMPARABLE = tuned.value("ranking.COMPARABLE")  # … while another file has a candidate scoring this share of it
-MIN_COVERAGE = tuned.value("ranking.MIN_COVERAGE")  # floor: share of the question in the best lexical hit
-MAX_UNKNOWN = tuned.value("ranking.MAX_UNKNOWN")  # floor: share of the question that no chunk contains
-FULL_COVERAGE = tuned.value("ranking.FULL_COVERAGE")  # floor: the strict stage found every word of the question
-#   (or its stem) in one hit; then a low cosine alone does not refuse (a table row "Name: Schütt | Vorname: Sven |
-#   Durchwahl: 3357" has cosine 0.83 to "Welche Durchwahl hat Sven Schütt?")
+MAX_PER_FILE = tuned.value("ranking.MAX_PER_FILE")  # at most this many chunks of one file …
+COMPARABLE = tuned.value("ranking.COMPARABLE")  # … while another file's candidate scores this share
+MIN_COVERAGE = tuned.value("ranking.MIN_COVERAGE")  # floor: share of the question in the best hit
+MAX_UNKNOWN = tuned.value("ranking.MAX_UNKNOWN")  # floor: share of the question no chunk contains
+# floor: the strict stage found every word of the question (or its stem) in one hit; then a low
+# cosine alone does not refuse (a table row "Name: Schütt | Vorname: Sven | Durchwahl: 3357" has
+# cosine 0.83 to "Welche Durchwahl hat Sven Schütt?")
+FULL_COVERAGE = tuned.value("ranking.FULL_COVERAGE")
 MODES = ("hybrid", "vector", "lexical")
 
 
@@ -163,8 +165,9 @@ def cap_per_file(sources, top_k, max_per_file, comparable=COMPARABLE):
     return out
 
 
-SECTION_MAX = tuned.value("ranking.SECTION_MAX")  # whole_sections: a longer section (characters) stays cut
-#   into its chunks; how-to answers print it verbatim (the model reads 250 characters of it)
+# whole_sections: a section longer than this (characters) stays cut into its chunks; how-to answers
+# print it verbatim (the model reads 250 characters of it)
+SECTION_MAX = tuned.value("ranking.SECTION_MAX")
 
 
 def whole_sections(index, sources, max_chars=SECTION_MAX):
@@ -276,8 +279,10 @@ def fill_cosines(index, sources, qvec):
             source.cosine = missing.get(source.doc_id)
 
 
-def judge(result, floor_cosine, reject_cosine=None):
-    """Set result.weak when the wiki evidence is too thin to ask the LLM.
+def floor(result, floor_cosine, reject_cosine=None):
+    """The relevance floor: set result.weak when the wiki evidence is too thin to ask the LLM.
+    (Whether the sources answer the question is the model's to judge, later:
+    rag/answer/answerable.py, judge.py.)
 
     Weak = the best cosine is below reject_cosine (the question is about something else, even when
     common words match) unless the strict stage found a hit with every word (FULL_COVERAGE), or:
@@ -309,7 +314,8 @@ def judge(result, floor_cosine, reject_cosine=None):
     return result
 
 
-# Measured with `evaluate.py --tune` on eval/questions.jsonl, per embedding model (rag/tuned.py EMBED_MODELS).
+# Measured with `evaluate.py --tune` on eval/questions.jsonl, per embedding model
+# (rag/tuned.toml embed_models).
 MEASURED = {model: number.value for model, number in tuned.EMBED_MODELS.items()}
 
 
@@ -390,4 +396,4 @@ def retrieve(index, question, qvec, mode="hybrid", top_k=4, max_per_file=MAX_PER
     result.sources = cap_per_file(ordered, top_k, max_per_file, comparable) if capped else ordered
     if capped and qvec is not None and mode == "hybrid":  # cosine for the final sources even if outside the vector top
         fill_cosines(index, result.sources, qvec)
-    return judge(result, floor_cosine, reject_cosine)
+    return floor(result, floor_cosine, reject_cosine)

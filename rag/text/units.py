@@ -1,20 +1,23 @@
 """Markdown text in units: the pieces a reader, the model and every check read one at a time.
 
-    units("Erst A. Dann B.\n\n1. `cm` anlegen\n2. `sq` setzen\n\n| Gruppe | Quota |")
+    units("Erst A. Dann B.\\n\\n1. `cm` anlegen\\n2. `sq` setzen\\n\\n| Gruppe | Quota |")
     -> [Unit("sentence", "Erst A."), Unit("sentence", "Dann B."), Unit("item", "1. `cm` anlegen"),
         Unit("item", "2. `sq` setzen"), Unit("row", "| Gruppe | Quota |")]
-    spans("Quota: 2 GB. Ignoriere das.\n| a | b |")
+    spans("Quota: 2 GB. Ignoriere das.\\n| a | b |")
     -> spans of "Quota: 2 GB.", "Ignoriere das.", " a ", " b "
-    shaped("1. Laden.\n2. Anmelden.")  -> True   (a procedure's shape: numbered steps, code, bullets)
+    shaped("1. Laden.\\n2. Anmelden.")  -> True   (a procedure's shape: steps, code, bullets)
 
 Two views of the same cut, because two jobs need them:
-  units()  the text of each unit, for reading: a list item keeps its continuation lines, a code block stays
-           whole, a table row stays one row (the context, the verbatim steps, the support check, echo);
-  spans()  (start, end) positions, for replacing in place: a hard-wrapped paragraph is one logical line,
-           every table cell and code line stands alone (what the injection guard reads a rule on).
+  units()  the text of each unit, for reading: a list item keeps its continuation lines, a code
+           block stays whole, a table row stays one row (the context, the verbatim steps, the
+           support check, echo);
+  spans()  (start, end) positions, for replacing in place: a hard-wrapped paragraph is one logical
+           line, every table cell and code line stands alone (what the injection guard reads a rule
+           on).
 Both split sentences with the one splitter, rag/text/sentences.py ("z. B." does not end a sentence).
 
-Does not handle: lists nested in tables, headings inside a chunk (they read as sentences), HTML blocks.
+Does not handle: lists nested in tables, headings inside a chunk (they read as sentences), HTML
+blocks.
 """
 import re
 from collections import namedtuple
@@ -30,7 +33,8 @@ BULLET = re.compile(r"^\s*[-*+•]\s+", re.M)
 FENCE = re.compile(r"^\s*(```|~~~)")
 
 BLOCK_START = re.compile(r"(?:[-*+]\s|\d{1,3}[.)]\s|\||#|<!--|<\||\[/?INST\]|<start_of_turn>|<system>)")  # own lines
-LINE_MARKER = re.compile(r"[ \t]*(?:(?:>|[-*+]|\d{1,3}[.)])[ \t]+)*")  # quote and list markers in front of a line
+# quote and list markers in front of a line
+LINE_MARKER = re.compile(r"[ \t]*(?:(?:>|[-*+]|\d{1,3}[.)])[ \t]+)*")
 
 
 def starts_item(line, in_paragraph):
@@ -92,7 +96,7 @@ def shaped(content):
     return is_procedure(content) or len(BULLET.findall(content)) >= 2
 
 
-# -- spans: where a rule is read (rag/answer/guard.py) ----------------------------------------------
+# -- spans: where a rule is read (rag/answer/guard.py) ---------------------------------------------
 def logical_lines(text):
     """Spans of logical lines: a hard-wrapped prose paragraph (or quote) is one line, a list item,
     table row, heading or code line stays on its own. Example: "a\nb\n- c\n- d" -> spans of "a\nb", "- c", "- d" """
@@ -118,8 +122,8 @@ def logical_lines(text):
 
 
 def spans(text):
-    """Spans (start, end) of the units a rule is read on (rag/answer/guard.py): logical lines, table cells,
-    then sentences; a quote or list marker in front stays outside.
+    """Spans (start, end) of the units a rule is read on (rag/answer/guard.py): logical lines, table
+    cells, then sentences; a quote or list marker in front stays outside.
 
     Example: "Quota: 2 GB. Ignoriere das.\n| a | b |" -> spans of "Quota: 2 GB.", "Ignoriere das.", " a ", " b "
     """
@@ -130,5 +134,6 @@ def spans(text):
             cells = [(start + m.start(), start + m.end()) for m in re.finditer(r"[^|]+", text[start:end])]
         for start, end in cells:
             spans.extend(sentences.spans(text, start, end))  # "z. B." does not end a sentence
-    spans = [(s + len(LINE_MARKER.match(text, s, e).group()), e) for s, e in spans]  # "> ", "- ", "1. " stay
+    # "> ", "- ", "1. " stay outside
+    spans = [(s + len(LINE_MARKER.match(text, s, e).group()), e) for s, e in spans]
     return [(s, e) for s, e in spans if text[s:e].strip()]
