@@ -195,6 +195,8 @@ def test_forget_removes_the_votes_citing_the_page_and_proves_it(canary, stores, 
     assert before == {"votes": 1} and files  # the proof would see it: in the rows and files
     if stores.kind == "sqlite":
         assert any("feedback" in name for name in held(tmp_path))
+    ok(run_script("ask_rag.py", "--report", "--json", "--wiki", wiki, env=env))  # keeps a result
+    assert feedback.Table(env["RAG_DB"]).rows("SELECT count(*) FROM kept") == [(1,)]
     result = ok(build(wiki, env, "--forget", CANARY_PATH))
     assert "1 Audit-Zeilen, 1 Bewertungen · Prüfung: 0 Treffer" in result.stdout
     receipt = json.loads(Path(env["RAG_AUDIT"] + ".forget.jsonl").read_text(encoding="utf-8"))
@@ -202,6 +204,7 @@ def test_forget_removes_the_votes_citing_the_page_and_proves_it(canary, stores, 
     assert receipt["check"]["hits"] == {} and receipt["check"]["rows"] == {}
     assert receipt["check"]["files"] >= len(files) + 2
     assert [(v["id"], v["vote"]) for v in feedback.votes(env["RAG_DB"])] == [(vpn_line["id"], 1)]
+    assert feedback.Table(env["RAG_DB"]).rows("SELECT count(*) FROM kept") == [(0,)]
     check_forgotten(tmp_path, env, stores, clean, audited=2)  # no byte left, in the votes' too
     again = run_script("ask_rag.py", "--rate", canary_line["id"], "-1", env=env)
     assert again.returncode == 1 and "nicht im Audit-Log" in again.stderr  # forgotten: no vote

@@ -27,13 +27,18 @@ per answer.
 import json
 import os
 import sqlite3
+import threading
 from datetime import datetime, timedelta, timezone
 
 from rag.store import is_postgres
 
 SCHEMA = "rag_feedback"  # PostgreSQL: the votes' own schema, next to the index's `rag`
-TABLE = """CREATE TABLE IF NOT EXISTS votes (id text PRIMARY KEY, voted_at text NOT NULL,
-vote integer NOT NULL, comment text NOT NULL, cited text NOT NULL)"""
+TABLES = ("""CREATE TABLE IF NOT EXISTS votes (id text PRIMARY KEY, voted_at text NOT NULL,
+vote integer NOT NULL, comment text NOT NULL, cited text NOT NULL)""",
+          "CREATE TABLE IF NOT EXISTS kept (key text PRIMARY KEY, state text NOT NULL, "
+          "value text NOT NULL)")  # kept: what the report keeps between runs (recall, remember)
+KEPT_OPEN = {}  # SQLite file -> an idle connection, open while the process runs (keep_open)
+LOCK = threading.Lock()  # the doors' threads fill KEPT_OPEN one at a time
 MAX_COMMENT = 2000  # characters of a comment
 BLOCK = 1 << 16  # bytes of the audit log read at a time, from its end (find)
 
@@ -121,8 +126,8 @@ def file_for(db):
 
 
 class Table:
-    """The votes table of one index: SQLite file or PostgreSQL schema; conn None when there is
-    none yet (and create is False)."""
+    """The votes' tables of one index: SQLite file or PostgreSQL schema; conn None while there are
+    none (and create is False)."""
 
     def __init__(self, db, create=False):
         self.db, self.kind = db, "postgres" if is_postgres(db) else "sqlite"
@@ -137,9 +142,11 @@ class Table:
         try:
             conn = sqlite3.connect(path, timeout=30)
             conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute("PRAGMA synchronous=NORMAL")  # as the index: a commit waits for no fsync
+            conn.execute("PRAGMA synchronous=NORMAL")  # as the index: no fsync per commit
             conn.execute("PRAGMA secure_delete=ON")  # a deleted vote's bytes become zeros
-            conn.execute(TABLE)
+            for table in TABLES:
+                conn.execute(table)
+            keep_open(path)
         except sqlite3.Error as exc:
             raise FeedbackError(f"Bewertungen {path} nicht nutzbar ({exc}) – Datei prüfen oder "
                                 f"umbenennen", 500)
@@ -155,8 +162,9 @@ class Table:
             return None
         if not there:
             conn.execute(f"CREATE SCHEMA IF NOT EXISTS {SCHEMA}")
-            conn.execute(TABLE.replace("votes", f"{SCHEMA}.votes", 1))
         conn.execute(f"SET search_path TO {SCHEMA}")
+        for table in TABLES if not there else ():
+            conn.execute(table)
         return conn
 
     def rows(self, sql, params=()):
@@ -178,6 +186,18 @@ class Table:
     def close(self):
         if self.conn is not None:
             self.conn.close()
+
+
+def keep_open(path):
+    """Hold one idle connection to the SQLite file while the process runs (KEPT_OPEN). Closing the
+    last connection checkpoints the WAL into the file and syncs it: ~10 ms, each vote of --serve.
+    With this one open, a vote's own connection is never the last. It reads nothing after its
+    first look, so its cache can never show an old state."""
+    with LOCK:
+        if path not in KEPT_OPEN:
+            idle = sqlite3.connect(path, timeout=30, check_same_thread=False)
+            idle.execute("PRAGMA schema_version").fetchone()  # maps the WAL index: it counts
+            KEPT_OPEN[path] = idle
 
 
 # -- votes ------------------------------------------------------------------------------------
@@ -234,18 +254,42 @@ def votes(db, since=None):
             for i, t, v, c, p in found]
 
 
+# -- what the report keeps between runs --------------------------------------------------------
+def recall(db, key):
+    """The value remembered under `key` (JSON), or None."""
+    table = Table(db)
+    try:
+        found = table.rows("SELECT value FROM kept WHERE key = ?", (key,))
+    finally:
+        table.close()
+    return json.loads(found[0][0]) if found else None
+
+
+def remember(db, key, state, value):
+    """Keep `value` (JSON, umlauts as written: the proof of --forget searches their bytes) under
+    `key`; rows of another `state` (an older index) go."""
+    text = json.dumps(value, ensure_ascii=False)
+    table = Table(db, create=True)
+    try:
+        table.write(("DELETE FROM kept WHERE state <> ? OR key = ?", (state, key)),
+                    ("INSERT INTO kept VALUES (?, ?, ?)", (key, state, text)))
+    finally:
+        table.close()
+
+
 # -- forgetting a page (build_index.py --forget) ----------------------------------------------
 def forget(db, paths):
-    """Delete every vote that cites one of these pages, then its bytes: SQLite overwrites the
-    deleted rows (secure_delete) and truncates the WAL, PostgreSQL rewrites the table (VACUUM
-    FULL). Returns how many votes went."""
+    """Delete every vote that cites one of these pages and all the report kept, then their bytes:
+    SQLite overwrites the deleted rows (secure_delete) and truncates the WAL, PostgreSQL rewrites
+    the tables (VACUUM FULL). Returns how many votes went."""
     table = Table(db)
     if table.conn is None:
         return 0
     try:
         gone = [i for i, c in table.rows("SELECT id, cited FROM votes")
                 if {item.get("path") for item in json.loads(c)} & set(paths)]
-        table.write(*[("DELETE FROM votes WHERE id = ?", (i,)) for i in gone])
+        table.write(*[("DELETE FROM votes WHERE id = ?", (i,)) for i in gone],
+                    ("DELETE FROM kept", ()))
         scrub(table)
     finally:
         table.close()
@@ -257,7 +301,7 @@ def scrub(table):
         table.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         return
     from rag.store.postgres_setup import psycopg_module
-    table.conn.execute(f"VACUUM FULL {SCHEMA}.votes")
+    table.conn.execute(f"VACUUM FULL {SCHEMA}.votes, {SCHEMA}.kept")
     try:
         table.conn.execute("CHECKPOINT")
     except psycopg_module().Error:
@@ -278,11 +322,14 @@ def files(db):
 
 
 def leftovers(db, needles):
-    """{"votes": rows whose comment or cited pages hold a needle}, through SQL; {} is the proof."""
+    """{"votes": rows whose comment or cited pages hold a needle, "kept": …} through SQL; {} is
+    the proof."""
     table = Table(db)
     try:
-        hits = sum(1 for c, p in table.rows("SELECT comment, cited FROM votes")
-                   if any(n in c or n in p for n in needles))
+        found = {"votes": table.rows("SELECT comment || cited FROM votes"),
+                 "kept": table.rows("SELECT value FROM kept")}
     finally:
         table.close()
-    return {"votes": hits} if hits else {}
+    hits = {name: sum(1 for (text,) in rows if any(n in text for n in needles))
+            for name, rows in found.items()}
+    return {name: n for name, n in hits.items() if n}

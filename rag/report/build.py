@@ -4,7 +4,8 @@ what is hard to find; each line with the page to fix and its owners.
     build(settings, wiki="wiki", days=30, reader=Reader("jana", ("it",)))
     -> {"since": "2026-…", "days": 30, "answers": 120, "refused": 14,
         "gaps": [{"questions": 4, "askers": 3, "examples": […], "pages": […], "folders": […],
-                  "owners": {"netzwerk/vpn-windows.md": ["team-netz"]}}], "withheld": 1,
+                  "owners": {"netzwerk/vpn-windows.md": ["team-netz"]}}],
+        "withheld": 1, "more_gaps": 0,
         "downvoted": [{"id": "a-…", "time": "…", "comment": "…", "cited": [{"path", "heading"}],
                        "owners": {…}}], "upvotes": 7,
         "hard_to_find": [{"path", "heading", "questions", "owners"}], "sections": 180}
@@ -86,7 +87,7 @@ def build(settings, wiki, days=None, reader=None):
     index, meta, _ = core.open_index(dataclasses.replace(settings, reader=None))  # all pages
     try:
         refused = gap_report.refused_questions(refusals)
-        shown, withheld = gap_report.gaps(refused, settings, meta, index)
+        shown, withheld, more = gap_report.gaps(refused, settings, meta, index)
         may = readable(index, reader)
     finally:
         index.close()
@@ -101,7 +102,7 @@ def build(settings, wiki, days=None, reader=None):
              if all(may(c["path"]) for c in v["cited"])]
     return {"since": since, "days": days, "answers": answers, "refused": len(refusals),
             "gaps": [group(g, may, owners) for g in shown if not g["pages"] or may(g["pages"][0])],
-            "withheld": withheld,
+            "withheld": withheld, "more_gaps": more,
             "downvoted": [downvote(v, owners, settings) for v in voted if v["vote"] < 0],
             "upvotes": sum(v["vote"] > 0 for v in voted),
             "hard_to_find": [dict(h, owners=list(owners(h["path"]))) for h in missed],

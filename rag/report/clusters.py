@@ -5,8 +5,8 @@
 Start with every question alone; again and again join the two groups whose average cosine (over
 every pair of their questions) is highest, while it is at least `threshold`. Deterministic: ties
 go to the lower index, and the sums run in index order. A heap of candidate pairs with lazy
-deletion makes it O(n² log n) for n questions; the similarity matrix alone is n²/2 dot products
-in pure Python (bench/feedback.py measures it).
+deletion makes it O(n² log n) for n questions; the similarity matrix is n²/2 dot products (one
+numpy matrix product when numpy is installed; bench/feedback.py measures both).
 
 THRESHOLDS: the cosine two questions of one topic reach, per embedding model. multilingual-e5-small
 puts even unrelated German questions near cosine 0.8, so its threshold is high; a model not listed
@@ -17,9 +17,13 @@ the number of groups (the threshold decides), a question that belongs to two top
 """
 import heapq
 import operator
+import os
 
 from rag import config
+from rag.store import vectors as vectors_module
 
+NUMPY_MIN = 100_000  # floats (questions × dimensions) from which numpy computes the cosines, if
+#                     installed: 300 questions × 384 dimensions take ~0.4 s in pure Python
 THRESHOLD = 0.9  # a model not in THRESHOLDS (the tests' keyword embedder: one topic 1.0, two 0.5)
 THRESHOLDS = {  # measured: bench/feedback.py --threshold on its three topics (docs/rechte.md)
     "multilingual-e5-small-q4_0.gguf": 0.88,
@@ -44,9 +48,15 @@ def unit(vector):
 
 
 def similarities(vectors):
-    """The cosine of every pair, as an n × n list of lists (the diagonal 1.0)."""
+    """The cosine of every pair, as an n × n list of lists (the diagonal 1.0); with numpy installed
+    one float64 matrix product (NUMPY_MIN floats and more), else (or RAG_PURE_PYTHON=1) Python."""
     units = [unit(v) for v in vectors]
     n = len(units)
+    fast = not os.environ.get("RAG_PURE_PYTHON") and vectors_module.numpy_available()
+    if fast and n * len(units[0] if units else ()) >= NUMPY_MIN:
+        import numpy
+        matrix = numpy.array(units, dtype=numpy.float64)
+        return (matrix @ matrix.T).tolist()
     matrix = [[1.0] * n for _ in range(n)]
     for i in range(n):
         for j in range(i + 1, n):

@@ -5,7 +5,7 @@
     gaps(refused, settings, meta, index)
     -> ([{"questions": 4, "askers": 3, "examples": ["Gibt es einen VPN-Client für macOS?", …],
           "pages": ["netzwerk/vpn-windows.md", "netzwerk/vpn-linux.md"],
-          "folders": ["netzwerk/"]}], 1)                       (1: groups withheld)
+          "folders": ["netzwerk/"]}], 1, 0)           (1 group withheld, 0 beyond MAX_GROUPS)
 
 A question counts as refused when its answer was "Dazu habe ich keine Information." (also with
 --audit-no-text: the line keeps the answer's hash). Its text is the audit log's, masked as the
@@ -15,8 +15,9 @@ core masked it; with --audit-no-text there is no text, so such a question is cou
 2. group    by cosine, average linkage (rag/report/clusters.py); the threshold is the model's
 3. privacy  a group with fewer than MIN_ASKERS different askers (pseudonyms; a line without one
             names nobody and counts as no asker) is not shown, only counted ("withheld")
-4. nearest  up to NEAREST_QUESTIONS of the group's questions, most asked first, searched with the
-            product's own ranking (rag/search/ranking.py retrieve, the index's weights); a page
+4. order    the most asked groups first; the first MAX_GROUPS are shown, the others counted
+5. nearest  up to NEAREST_QUESTIONS of a shown group's questions, most asked first, searched with
+            the product's own ranking (rag/search/ranking.py retrieve, the index's weights); a page
             scores 1/rank per question; the best NEAREST_PAGES pages and their folders
 
 Does not handle: questions asked while the audit log was off, questions in a language the embedder
@@ -34,6 +35,7 @@ EXAMPLES = 3  # example questions per group
 NEAREST_QUESTIONS = 5  # questions of a group searched for its nearest pages
 NEAREST_PAGES = 3  # pages named per group
 SEARCH_K = 5  # results per question looked at
+MAX_GROUPS = 20  # the largest groups are shown (and searched); the report counts the others
 CACHE_MAX = 50_000  # question vectors kept in memory (--serve makes the report again and again)
 NO_INFO_SHA = audit.sha256(NO_INFO)
 
@@ -107,24 +109,27 @@ def masked(text, settings):
     return privacy.Masker(kinds=settings.pii_kinds, keep=settings.pii_keep).mask(text)
 
 
-def gaps(refused_, settings, meta, index, min_askers=MIN_ASKERS):
-    """(the groups shown, how many were withheld for too few askers); `index` reads everything."""
+def gaps(refused_, settings, meta, index, min_askers=MIN_ASKERS, most=MAX_GROUPS):
+    """(the `most` largest groups, with their pages; how many were withheld for too few askers;
+    how many more groups there were). `index` is a store that reads everything."""
     texts = sorted(refused_)
     if not texts:
-        return [], 0
+        return [], 0, 0
     vecs = vectors(texts, settings, meta)
-    shown, withheld = [], 0
+    found, withheld = [], 0
     for members in clusters.groups(vecs, clusters.threshold_for(meta.get("embed_model"))):
         askers = set().union(*(refused_[texts[i]]["askers"] for i in members))
         if len(askers) < min_askers:
             withheld += 1
             continue
         ordered = sorted(members, key=lambda i: (-refused_[texts[i]]["count"], texts[i]))
+        found.append((sum(refused_[texts[i]]["count"] for i in members), len(askers), ordered))
+    found.sort(key=lambda g: (-g[0], -g[1], [texts[i] for i in g[2]]))
+    shown = []
+    for questions, askers, ordered in found[:most]:
         top = ordered[:NEAREST_QUESTIONS]
         pages, folders = nearest(index, [texts[i] for i in top], [vecs[i] for i in top], settings,
                                  meta)
-        shown.append({"questions": sum(refused_[texts[i]]["count"] for i in members),
-                      "askers": len(askers), "pages": pages, "folders": folders,
+        shown.append({"questions": questions, "askers": askers, "pages": pages, "folders": folders,
                       "examples": [masked(texts[i], settings) for i in ordered[:EXAMPLES]]})
-    shown.sort(key=lambda g: (-g["questions"], -g["askers"], g["examples"]))
-    return shown, withheld
+    return shown, withheld, len(found) - len(shown)

@@ -15,8 +15,9 @@ is needed; generated questions per section (a model writes what a reader would a
 in as another `questions_of`.
 
 Rights: it runs on the reader's own store (rag/store/access.py), so a hidden page neither shows
-nor pushes a visible section down. The result is kept per index state and reader while the
-process runs (--serve).
+nor pushes a visible section down. The result is kept per index state and reader's groups: in
+memory (--serve) and beside the votes (rag/audit/feedback.py; build_index.py --forget drops it),
+so only the first report after a change of the index searches every section.
 
 Does not handle: sections without a heading (nothing to ask), more than MAX_SECTIONS sections
 (the first by path are looked at; the report says how many).
@@ -25,12 +26,14 @@ import hashlib
 import json
 
 from rag import core
+from rag import store
+from rag.audit import feedback
 from rag.search import ranking as search
 
 TOP = 5  # a section must be among the first TOP results of its own question
 MAX_SECTIONS = 2000  # sections looked at, at most (the first by path), so the report stays quick
 
-kept = {}  # (index state and reader's groups, questions_of) -> result, for ask_rag.py --serve
+kept = {}  # (index state, reader's groups, questions_of) -> result, while the process runs
 
 
 def heading_questions(path, heading):
@@ -52,20 +55,32 @@ def sections(index):
     return list(dict.fromkeys((r.path, r.heading) for r in rows if r.heading))[:MAX_SECTIONS]
 
 
-def state(index, meta, groups):
-    """A key that changes with the index, a page, a rule, the model or the reader's groups."""
+def state(index, meta):
+    """A key that changes with the index, a page, a rule or the model."""
     data = json.dumps([index.label, sorted(index.pages().items()), sorted(index.access().items()),
-                       meta.get("embed_model"), groups], sort_keys=True)
+                       meta.get("embed_model")], sort_keys=True)
     return hashlib.sha256(data.encode("utf-8")).hexdigest()
 
 
 def hard_to_find(index, settings, meta, questions_of=heading_questions):
-    """(the sections their own questions do not find, by path and heading; sections looked at)."""
-    key = (state(index, meta, getattr(settings.reader, "groups", None)), questions_of)
-    if key not in kept:
-        kept.clear()
-        kept[key] = measure(index, settings, meta, questions_of)
-    return kept[key]
+    """(the sections their own questions do not find, by path and heading; sections looked at).
+    Kept in memory, and with the default questions beside the votes (rag/audit/feedback.py
+    remember): the next run on the same index state and groups reads it back."""
+    now = state(index, meta)
+    key = json.dumps([now, getattr(settings.reader, "groups", None), questions_of.__name__])
+    if (key, questions_of) in kept:
+        return kept[(key, questions_of)]
+    found = feedback.recall(settings.db, key) if questions_of is heading_questions else None
+    if found is None:
+        found = measure(index, settings, meta, questions_of)
+        if questions_of is heading_questions:
+            try:
+                feedback.remember(settings.db, key, now, found)
+            except (feedback.FeedbackError, *store.database_errors()):
+                pass  # not writable here: the next report searches again
+    kept.clear()
+    kept[(key, questions_of)] = found = (found[0], found[1])
+    return found
 
 
 def measure(index, settings, meta, questions_of):

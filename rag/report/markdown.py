@@ -45,6 +45,9 @@ def gap_lines(report):
             lines.append(f"   - Ordner: {', '.join(group['folders'])}")
     if not report["gaps"]:
         lines.append("Keine Gruppe.")
+    if report["more_gaps"]:
+        lines += ["", f"{report['more_gaps']} kleinere Gruppe(n) nicht gezeigt (nur die "
+                      f"{gaps.MAX_GROUPS} größten)."]
     if report["withheld"]:
         lines += ["", f"{report['withheld']} weitere Gruppe(n) mit weniger als {gaps.MIN_ASKERS} "
                       f"Fragenden nicht gezeigt."]
