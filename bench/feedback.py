@@ -35,6 +35,7 @@ import dataclasses
 import json
 import os
 import random
+import shutil
 import sys
 import tempfile
 import time
@@ -46,6 +47,7 @@ from common import ROOT
 from rag import config, core, store  # noqa: E402  (common puts ROOT on sys.path)
 from rag.answer import audit
 from rag.answer.prompt import NO_INFO
+from rag.doors import common as doors
 from rag.doors import ratings
 from rag.report import build, clusters, gaps, hard
 from rag.store.access import Reader
@@ -202,7 +204,10 @@ def measure(args, tmp):
     env = {**os.environ, "LLAMA_EMBEDDING": binary, "RAG_EMBED_MODEL": model, "FAKE_DIM": str(DIM),
            "RAG_WIKI": str(ROOT / "wiki"), "RAG_DB": db, "RAG_AUDIT": log}
     os.environ.update({"FAKE_DIM": str(DIM)})
-    common.build_quietly(env)
+    if args.db and args.embedder == "real":  # a copy: the votes and the kept report go beside it
+        shutil.copyfile(args.db, db)
+    else:
+        common.build_quietly(env)
     answered = audit_log(log, sections_of(db), args, rnd)
     settings = core.Settings(db=db, model=model, embedding_bin=binary, audit=log)
     print("  Bewertungen schreiben …", file=sys.stderr, flush=True)
@@ -216,7 +221,8 @@ def measure(args, tmp):
     if cli.returncode or again.returncode:
         raise SystemExit(f"Fehler: ask_rag.py --report scheiterte: {cli.stderr.strip()[-300:]}")
     print("  Bericht Schritt für Schritt …", file=sys.stderr, flush=True)
-    steps = report_steps(settings, str(ROOT / "wiki"))
+    with doors.warm_embedder(settings):  # as ask_rag.py --report embeds
+        steps = report_steps(settings, str(ROOT / "wiki"))
     return {"vote_p50_ms": round(percentile(times, 0.5), 2),
             "vote_p95_ms": round(percentile(times, 0.95), 2),
             "vote_recent_p50_ms": round(percentile(recent, 0.5), 2), "votes": len(times),
@@ -240,14 +246,15 @@ def pair_scores(found, labels):
     return precision, recall, 2 * precision * recall / ((precision + recall) or 1)
 
 
-def threshold_rows(tmp):
-    """Embed TOPICS with the real model (an index of wiki/ for its query prefix), group them at
-    each threshold."""
+def threshold_rows(tmp, db=None):
+    """Embed TOPICS with the real model (an index of wiki/ for its query prefix; built here unless
+    `db` names one), group them at each threshold."""
     binary, model = config.default_embedding_bin(), config.default_model()
     common.require((binary, "llama-embedding"), (model, "Modell"))
-    db = os.path.join(tmp, "knowledge.db")
-    common.build_quietly({**os.environ, "LLAMA_EMBEDDING": binary, "RAG_EMBED_MODEL": model,
-                          "RAG_WIKI": str(ROOT / "wiki"), "RAG_DB": db})
+    if db is None:
+        db = os.path.join(tmp, "knowledge.db")
+        common.build_quietly({**os.environ, "LLAMA_EMBEDDING": binary, "RAG_EMBED_MODEL": model,
+                              "RAG_WIKI": str(ROOT / "wiki"), "RAG_DB": db})
     settings = core.Settings(db=db, model=model, embedding_bin=binary)
     index, meta, _ = core.open_index(settings)
     index.close()
@@ -286,6 +293,8 @@ def main():
                              f"des Setups")
     parser.add_argument("--threshold", action="store_true",
                         help="nur die Schwelle der Gruppierung mit dem echten Modell messen")
+    parser.add_argument("--db", help="mit --threshold oder --embedder real: ein fertiger e5-Index "
+                                     "von wiki/ (SQLite; sonst gebaut, ~1 min)")
     parser.add_argument("--json", action="store_true", help="genau ein JSON-Objekt ausgeben")
     args = parser.parse_args()
     if args.records < 10 or args.votes < 1 or args.distinct < 1:
@@ -293,7 +302,7 @@ def main():
     info = common.machine()
     with tempfile.TemporaryDirectory(prefix="rag-bench-feedback-") as tmp:
         if args.threshold:
-            return emit_threshold(args, info, *threshold_rows(tmp))
+            return emit_threshold(args, info, *threshold_rows(tmp, args.db))
         results = measure(args, tmp)
     info["loadavg_end"] = common.loadavg()
     emit_results(args, info, results)

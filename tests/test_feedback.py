@@ -35,18 +35,22 @@ def entry(answer_id="a-0123456789abcdef", user=None, paths=("a.md", "b.md"), val
 
 
 # -- units ------------------------------------------------------------------------------------
-@pytest.mark.parametrize("block", [16, 64, 1 << 16])
-def test_find_reads_the_log_backwards_across_blocks(tmp_path, block):
+def test_find_searches_the_log_from_its_end(tmp_path):
     log = tmp_path / "audit.jsonl"
     lines = [entry(f"a-{n:016x}", question="x" * (n * 7)) for n in range(30)]
     lines[12] = audit.redacted(lines[12], set(), {"a.md"}, "T")  # forgotten: its id stays, no vote
     text = "".join(json.dumps(e, sort_keys=True) + "\n" for e in lines) + "kein JSON\n"
     log.write_text(text, encoding="utf-8")
     for n in (0, 1, 17, 29):
-        assert feedback.find(str(log), f"a-{n:016x}", block=block)["question"] == "x" * (n * 7)
-    assert feedback.find(str(log), f"a-{12:016x}", block=block) is None
-    assert feedback.find(str(log), "a-ffffffffffffffff", block=block) is None
+        assert feedback.find(str(log), f"a-{n:016x}")["question"] == "x" * (n * 7)
+    assert feedback.find(str(log), f"a-{12:016x}") is None
+    assert feedback.find(str(log), "a-ffffffffffffffff") is None
     assert feedback.find(str(tmp_path / "fehlt.jsonl"), "a-1") is None
+    (tmp_path / "leer.jsonl").write_text("")
+    assert feedback.find(str(tmp_path / "leer.jsonl"), "a-1") is None
+    quoted = entry("a-quoted", question='Was heißt "id": "a-0000000000000005"?')
+    log.write_text(json.dumps(entry(f"a-{5:016x}")) + "\n" + json.dumps(quoted) + "\n", encoding="utf-8")
+    assert feedback.find(str(log), f"a-{5:016x}")["question"] == "Wie?"  # not the quoting line
 
 
 def test_cited_is_the_valid_citations_or_every_source():

@@ -196,7 +196,8 @@ def test_forget_removes_the_votes_citing_the_page_and_proves_it(canary, stores, 
     if stores.kind == "sqlite":
         assert any("feedback" in name for name in held(tmp_path))
     ok(run_script("ask_rag.py", "--report", "--json", "--wiki", wiki, env=env))  # keeps a result
-    assert feedback.Table(env["RAG_DB"]).rows("SELECT count(*) FROM kept") == [(1,)]
+    hard = ("SELECT count(*) FROM kept WHERE key LIKE ?", ("hard:%",))
+    assert feedback.Table(env["RAG_DB"]).rows(*hard) == [(1,)]
     result = ok(build(wiki, env, "--forget", CANARY_PATH))
     assert "1 Audit-Zeilen, 1 Bewertungen · Prüfung: 0 Treffer" in result.stdout
     receipt = json.loads(Path(env["RAG_AUDIT"] + ".forget.jsonl").read_text(encoding="utf-8"))

@@ -21,7 +21,7 @@ from rag.answer import audit
 from rag.answer.prompt import NO_INFO
 from rag.audit import feedback
 from rag.doors import ratings, users
-from rag.report import build, clusters, hard
+from rag.report import build, clusters, gaps, hard
 from rag.report.markdown import markdown
 from rag.report.owners import Owners
 from serving import Serving
@@ -157,6 +157,26 @@ def test_examples_are_masked_again_and_no_text_means_no_group(indexed, tmp_path)
     write_log(log, [audit.without_text(x) for x in asked])  # --audit-no-text: hashes only
     report = build.build(settings_for(env, log), wiki)
     assert (report["refused"], report["gaps"], report["withheld"]) == (3, [], 0)
+
+
+def test_a_second_report_embeds_no_question_again_and_keeps_only_the_periods(indexed, tmp_path,
+                                                                             monkeypatch):
+    wiki, env = indexed
+    log, prompts = tmp_path / "audit.jsonl", tmp_path / "prompts.jsonl"
+    monkeypatch.setenv("FAKE_EMBED_PROMPTS", str(prompts))
+    write_log(log, [line(q, f"p-{u}") for u, q in WALK])
+    first = build.build(settings_for(env, log), wiki)
+    asked = prompts.read_text(encoding="utf-8").count("\n")
+    gaps.cache.clear(), hard.kept.clear()  # as a new process: only what is kept beside the votes
+    assert build.build(settings_for(env, log), wiki) == first
+    assert prompts.read_text(encoding="utf-8").count("\n") == asked  # nothing embedded again
+    vectors = ("SELECT key FROM kept WHERE key LIKE ?", ("vectors:%",))
+    kept = feedback.Table(env["RAG_DB"]).rows(*vectors)
+    assert len(kept) == len(WALK)
+    write_log(log, [line(q, f"p-{u}") for u, q in WALK[:4]])  # the others are gone (--audit-days)
+    build.build(settings_for(env, log), wiki)
+    kept = feedback.Table(env["RAG_DB"]).rows(*vectors)
+    assert len(kept) == 4 and not any(q in json.dumps(kept) for _, q in WALK)  # hashes, no text
 
 
 def test_hard_to_find_takes_any_questions_and_sees_the_readers_pages(tmp_path, fake_embedding):

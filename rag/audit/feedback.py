@@ -25,6 +25,7 @@ Does not handle: votes without the audit log (--no-audit: the id is known nowher
 per answer.
 """
 import json
+import mmap
 import os
 import sqlite3
 import threading
@@ -40,7 +41,6 @@ vote integer NOT NULL, comment text NOT NULL, cited text NOT NULL)""",
 KEPT_OPEN = {}  # SQLite file -> an idle connection, open while the process runs (keep_open)
 LOCK = threading.Lock()  # the doors' threads fill KEPT_OPEN one at a time
 MAX_COMMENT = 2000  # characters of a comment
-BLOCK = 1 << 16  # bytes of the audit log read at a time, from its end (find)
 
 
 class FeedbackError(Exception):
@@ -63,30 +63,26 @@ def days_ago(days):
 
 
 # -- the answer a vote belongs to: its audit line ---------------------------------------------
-def find(path, answer_id, block=BLOCK):
+def find(path, answer_id):
     """The audit line of this answer, or None (no line has this id, or the line was forgotten:
-    build_index.py --forget left only its hashes). The file is read backwards, `block` bytes at a
-    time, so a vote on a recent answer reads only the log's end."""
+    build_index.py --forget left only its hashes). The file is searched from its end (mmap,
+    bytes.rfind), so a vote on a recent answer reads only the log's last lines."""
     needle = b'"id": ' + json.dumps(answer_id).encode("utf-8")
     try:
         f = open(path, "rb")
     except (FileNotFoundError, IsADirectoryError):
         return None
     with f:
-        end, carry = f.seek(0, os.SEEK_END), b""
-        while end > 0:
-            start = max(0, end - block)
-            f.seek(start)
-            data = f.read(end - start) + carry
-            first = data.find(b"\n") + 1 if start else 0  # a line cut at the front: next block
-            if start and not first:
-                carry, end = data, start
-                continue
-            for line in reversed(data[first:].split(b"\n") if needle in data else []):
-                entry = parsed(line) if needle in line else None
+        if os.fstat(f.fileno()).st_size == 0:
+            return None
+        with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
+            end = len(data)
+            while (at := data.rfind(needle, 0, end)) >= 0:
+                start, stop = data.rfind(b"\n", 0, at) + 1, data.find(b"\n", at)
+                entry = parsed(data[start:stop if stop >= 0 else len(data)])
                 if entry is not None and entry.get("id") == answer_id:
                     return None if entry.get("forgotten") else entry
-            carry, end = data[:first], start
+                end = at
     return None
 
 
@@ -255,24 +251,32 @@ def votes(db, since=None):
 
 
 # -- what the report keeps between runs --------------------------------------------------------
-def recall(db, key):
-    """The value remembered under `key` (JSON), or None."""
+def recall(db, keys):
+    """{key: value} of the values remembered under any of these keys (JSON)."""
+    keys, found = list(keys), {}
     table = Table(db)
     try:
-        found = table.rows("SELECT value FROM kept WHERE key = ?", (key,))
+        for i in range(0, len(keys), 500):
+            part = keys[i:i + 500]
+            found.update(table.rows(f"SELECT key, value FROM kept WHERE key IN "
+                                    f"({', '.join('?' * len(part))})", part))
     finally:
         table.close()
-    return json.loads(found[0][0]) if found else None
+    return {key: json.loads(value) for key, value in found.items()}
 
 
-def remember(db, key, state, value):
-    """Keep `value` (JSON, umlauts as written: the proof of --forget searches their bytes) under
-    `key`; rows of another `state` (an older index) go."""
-    text = json.dumps(value, ensure_ascii=False)
+def remember(db, kind, state, values, only=None):
+    """Keep {key: value} (JSON, umlauts as written: the proof of --forget searches their bytes);
+    every key starts with `kind` ("hard:", "vectors:"). Rows of that kind with another `state` (an
+    older index, another model) go, and with `only` also those whose key is not in it."""
     table = Table(db, create=True)
     try:
-        table.write(("DELETE FROM kept WHERE state <> ? OR key = ?", (state, key)),
-                    ("INSERT INTO kept VALUES (?, ?, ?)", (key, state, text)))
+        rows = table.rows("SELECT key, state FROM kept WHERE key LIKE ?", (kind + "%",))
+        older = {k for k, was in rows if was != state or (only is not None and k not in only)}
+        new = [(k, state, json.dumps(v, ensure_ascii=False)) for k, v in values.items()]
+        gone = sorted(older | set(values))
+        table.write(*[("DELETE FROM kept WHERE key = ?", (k,)) for k in gone],
+                    *[("INSERT INTO kept VALUES (?, ?, ?)", row) for row in new])
     finally:
         table.close()
 

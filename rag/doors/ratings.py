@@ -25,6 +25,7 @@ from rag import core
 from rag import store
 from rag.answer import audit
 from rag.audit import feedback
+from rag.doors import common as doors
 from rag.doors import openai_api
 from rag.privacy import mask as privacy
 from rag.report import build
@@ -119,10 +120,14 @@ def rate(args, settings):
 
 # -- the report -------------------------------------------------------------------------------
 def report(args, settings):
-    """ask_rag.py --report [--json] [--since 30d]: Markdown or one JSON object on stdout."""
+    """ask_rag.py --report [--json] [--since 30d]: Markdown or one JSON object on stdout. The
+    questions and headings are embedded by one warm llama-server --embeddings, as --serve does
+    (rag/doors/common.py warm_embedder): one llama-embedding process per batch took ~0.14 s a
+    question (bench/feedback.py --embedder real)."""
     try:
         days = since_days(args.since, settings.audit_days)
-        found = build.build(settings, args.wiki, days, settings.reader)
+        with doors.warm_embedder(settings):
+            found = build.build(settings, args.wiki, days, settings.reader)
     except (feedback.FeedbackError, core.CoreError, store.StoreError) as exc:
         raise SystemExit(f"Fehler: {exc}")
     sys.stdout.write(build.dumps(found) + "\n" if args.json else markdown(found))

@@ -23,12 +23,17 @@ core masked it; with --audit-no-text there is no text, so such a question is cou
 Does not handle: questions asked while the audit log was off, questions in a language the embedder
 does not know, a topic that the threshold splits in two (each half is its own group).
 """
+import base64
+
 from rag import core
+from rag import store
 from rag.answer import audit
 from rag.answer.prompt import NO_INFO
+from rag.audit import feedback
 from rag.privacy import mask as privacy
 from rag.report import clusters
 from rag.search import ranking as search
+from rag.store.vectors import floats, pack
 
 MIN_ASKERS = 3  # a group is shown only with this many different askers: never one person's
 EXAMPLES = 3  # example questions per group
@@ -68,14 +73,25 @@ def refused_questions(entries):
 
 
 def vectors(texts, settings, meta):
-    """The question vectors, embedded once per process (one embedder call for the new ones)."""
+    """The question vectors: from memory, else from beside the votes (rag/audit/feedback.py
+    remember, float32 as base64), else embedded (one call for all new ones). What is kept beside
+    the votes is exactly the questions of this report: a question whose audit line is gone
+    (--audit-days, --forget) loses its vector at the next report."""
     model = meta.get("embed_model")
+    keys = {t: f"vectors:{model}:{audit.sha256(t)}" for t in texts}
+    stored = feedback.recall(settings.db, [keys[t] for t in texts if (model, t) not in cache])
+    cache.update(((model, t), list(floats(base64.b64decode(stored[keys[t]]))))
+                 for t in texts if keys[t] in stored)
     new = [t for t in texts if (model, t) not in cache]
-    if new:
-        if len(cache) + len(new) > CACHE_MAX:
-            cache.clear()
-        found = core.embed(new, settings, meta, "hybrid", {})
-        cache.update(((model, t), v) for t, v in zip(new, found))
+    if len(cache) + len(new) > CACHE_MAX:
+        cache.clear()
+    found = core.embed(new, settings, meta, "hybrid", {}) if new else []
+    cache.update(((model, t), v) for t, v in zip(new, found))
+    packed = {keys[t]: base64.b64encode(pack(v)).decode() for t, v in zip(new, found)}
+    try:
+        feedback.remember(settings.db, "vectors:", model, packed, only=set(keys.values()))
+    except (feedback.FeedbackError, *store.database_errors()):
+        pass  # not writable here: the next report embeds again
     return [cache[(model, t)] for t in texts]
 
 

@@ -67,15 +67,17 @@ def hard_to_find(index, settings, meta, questions_of=heading_questions):
     Kept in memory, and with the default questions beside the votes (rag/audit/feedback.py
     remember): the next run on the same index state and groups reads it back."""
     now = state(index, meta)
-    key = json.dumps([now, getattr(settings.reader, "groups", None), questions_of.__name__])
+    groups = getattr(settings.reader, "groups", None)
+    key = "hard:" + json.dumps([now, groups, questions_of.__name__])
     if (key, questions_of) in kept:
         return kept[(key, questions_of)]
-    found = feedback.recall(settings.db, key) if questions_of is heading_questions else None
+    default = questions_of is heading_questions
+    found = feedback.recall(settings.db, [key]).get(key) if default else None
     if found is None:
         found = measure(index, settings, meta, questions_of)
-        if questions_of is heading_questions:
+        if default:
             try:
-                feedback.remember(settings.db, key, now, found)
+                feedback.remember(settings.db, "hard:", now, {key: found})
             except (feedback.FeedbackError, *store.database_errors()):
                 pass  # not writable here: the next report searches again
     kept.clear()
