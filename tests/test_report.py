@@ -6,6 +6,7 @@ Fakes: conftest's keyword-count llama-embedding (axes mailbox, vpn, drucker, pas
 questions of one topic have cosine 1.0, of two topics 0.5) and fake_server.py, which answers
 "Dazu habe ich keine Information.".
 """
+import contextlib
 import json
 import os
 from datetime import datetime, timedelta, timezone
@@ -165,11 +166,18 @@ def test_a_second_report_embeds_no_question_again_and_keeps_only_the_periods(ind
     log, prompts = tmp_path / "audit.jsonl", tmp_path / "prompts.jsonl"
     monkeypatch.setenv("FAKE_EMBED_PROMPTS", str(prompts))
     write_log(log, [line(q, f"p-{u}") for u, q in WALK])
-    first = build.build(settings_for(env, log), wiki)
+    warmed = []
+
+    @contextlib.contextmanager
+    def warm(settings):  # as rag/doors/common.py warm_embedder: started only when something is new
+        warmed.append(settings.db)
+        yield
+    first = build.build(settings_for(env, log), wiki, warm=warm)
     asked = prompts.read_text(encoding="utf-8").count("\n")
     gaps.cache.clear(), hard.kept.clear()  # as a new process: only what is kept beside the votes
-    assert build.build(settings_for(env, log), wiki) == first
+    assert build.build(settings_for(env, log), wiki, warm=warm) == first
     assert prompts.read_text(encoding="utf-8").count("\n") == asked  # nothing embedded again
+    assert warmed == [env["RAG_DB"]]  # the embedder started once, for the first report
     vectors = ("SELECT key FROM kept WHERE key LIKE ?", ("vectors:%",))
     kept = feedback.Table(env["RAG_DB"]).rows(*vectors)
     assert len(kept) == len(WALK)

@@ -120,14 +120,13 @@ def rate(args, settings):
 
 # -- the report -------------------------------------------------------------------------------
 def report(args, settings):
-    """ask_rag.py --report [--json] [--since 30d]: Markdown or one JSON object on stdout. The
-    questions and headings are embedded by one warm llama-server --embeddings, as --serve does
-    (rag/doors/common.py warm_embedder): one llama-embedding process per batch took ~0.14 s a
+    """ask_rag.py --report [--json] [--since 30d]: Markdown or one JSON object on stdout. What is
+    new to embed goes to one warm llama-server --embeddings, as --serve does (rag/doors/common.py
+    warm_embedder), started only then: one llama-embedding process per batch took ~0.14 s a
     question (bench/feedback.py --embedder real)."""
     try:
         days = since_days(args.since, settings.audit_days)
-        with doors.warm_embedder(settings):
-            found = build.build(settings, args.wiki, days, settings.reader)
+        found = build.build(settings, args.wiki, days, settings.reader, doors.warm_embedder)
     except (feedback.FeedbackError, core.CoreError, store.StoreError) as exc:
         raise SystemExit(f"Fehler: {exc}")
     sys.stdout.write(build.dumps(found) + "\n" if args.json else markdown(found))

@@ -22,6 +22,7 @@ hard_to_find runs on the reader's own view of the index. Privacy: rag/report/gap
 
 Does not handle: the audit logs of several servers (one log: beside the index, or --audit).
 """
+import contextlib
 import dataclasses
 import json
 
@@ -79,22 +80,51 @@ def readable(index, reader):
     return may
 
 
-def build(settings, wiki, days=None, reader=None):
-    """The report as one JSON object (module docstring); core.CoreError without an index."""
+class OnDemand:
+    """core.embed that first enters `warm(settings)` (a warm embedding server, rag/doors/common.py
+    warm_embedder) at the first call with texts: a report that finds everything kept starts none.
+    Example: with OnDemand(settings, warm) as embed: embed(["Kantine?"], settings, meta, "hybrid",
+    {}) -> [[0.01, …]], the server started first."""
+
+    def __init__(self, settings, warm=None):
+        self.settings, self.warm, self.stack = settings, warm, contextlib.ExitStack()
+        self.started = warm is None
+
+    def __call__(self, texts, settings, meta, mode, timings):
+        if texts and not self.started:
+            self.stack.enter_context(self.warm(self.settings))  # it points self.settings at it
+            self.started = True
+        return core.embed(texts, self.settings, meta, mode, timings)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.stack.close()
+
+
+def build(settings, wiki, days=None, reader=None, warm=None):
+    """The report as one JSON object (module docstring); core.CoreError without an index. warm: a
+    context manager for settings that warms the embedder (started only when something is new)."""
+    with OnDemand(dataclasses.replace(settings), warm) as embed:
+        return parts(settings, wiki, days, reader, embed)
+
+
+def parts(settings, wiki, days, reader, embed):
     since = feedback.days_ago(days)
     path = settings.audit or audit.default_path(settings.db)
     refusals, answers = audit_lines(path, since) if settings.audit != "" else ([], 0)
     index, meta, _ = core.open_index(dataclasses.replace(settings, reader=None))  # all pages
     try:
         refused = gap_report.refused_questions(refusals)
-        shown, withheld, more = gap_report.gaps(refused, settings, meta, index)
+        shown, withheld, more = gap_report.gaps(refused, settings, meta, index, embed)
         may = readable(index, reader)
     finally:
         index.close()
     mine = dataclasses.replace(settings, reader=reader)
     own = core.open_index(mine)[0]  # the reader's view: hidden pages neither listed nor ranked
     try:
-        missed, sections = hard.hard_to_find(own, mine, meta)
+        missed, sections = hard.hard_to_find(own, mine, meta, embed=embed)
     finally:
         own.close()
     owners = Owners(wiki)

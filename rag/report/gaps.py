@@ -72,7 +72,7 @@ def refused_questions(entries):
     return found
 
 
-def vectors(texts, settings, meta):
+def vectors(texts, settings, meta, embed=core.embed):
     """The question vectors: from memory, else from beside the votes (rag/audit/feedback.py
     remember, float32 as base64), else embedded (one call for all new ones). What is kept beside
     the votes is exactly the questions of this report: a question whose audit line is gone
@@ -85,7 +85,7 @@ def vectors(texts, settings, meta):
     new = [t for t in texts if (model, t) not in cache]
     if len(cache) + len(new) > CACHE_MAX:
         cache.clear()
-    found = core.embed(new, settings, meta, "hybrid", {}) if new else []
+    found = embed(new, settings, meta, "hybrid", {}) if new else []
     cache.update(((model, t), v) for t, v in zip(new, found))
     packed = {keys[t]: base64.b64encode(pack(v)).decode() for t, v in zip(new, found)}
     try:
@@ -125,13 +125,14 @@ def masked(text, settings):
     return privacy.Masker(kinds=settings.pii_kinds, keep=settings.pii_keep).mask(text)
 
 
-def gaps(refused_, settings, meta, index, min_askers=MIN_ASKERS, most=MAX_GROUPS):
+def gaps(refused_, settings, meta, index, embed=core.embed, min_askers=MIN_ASKERS, most=MAX_GROUPS):
     """(the `most` largest groups, with their pages; how many were withheld for too few askers;
-    how many more groups there were). `index` is a store that reads everything."""
+    how many more groups there were). `index` is a store that reads everything; `embed` is
+    core.embed or one like it (rag/report/build.py OnDemand)."""
     texts = sorted(refused_)
     if not texts:
         return [], 0, 0
-    vecs = vectors(texts, settings, meta)
+    vecs = vectors(texts, settings, meta, embed)
     found, withheld = [], 0
     for members in clusters.groups(vecs, clusters.threshold_for(meta.get("embed_model"))):
         askers = set().union(*(refused_[texts[i]]["askers"] for i in members))

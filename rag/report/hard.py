@@ -62,7 +62,7 @@ def state(index, meta):
     return hashlib.sha256(data.encode("utf-8")).hexdigest()
 
 
-def hard_to_find(index, settings, meta, questions_of=heading_questions):
+def hard_to_find(index, settings, meta, questions_of=heading_questions, embed=core.embed):
     """(the sections their own questions do not find, by path and heading; sections looked at).
     Kept in memory, and with the default questions beside the votes (rag/audit/feedback.py
     remember): the next run on the same index state and groups reads it back."""
@@ -74,7 +74,7 @@ def hard_to_find(index, settings, meta, questions_of=heading_questions):
     default = questions_of is heading_questions
     found = feedback.recall(settings.db, [key]).get(key) if default else None
     if found is None:
-        found = measure(index, settings, meta, questions_of)
+        found = measure(index, settings, meta, questions_of, embed)
         if default:
             try:
                 feedback.remember(settings.db, "hard:", now, {key: found})
@@ -85,11 +85,11 @@ def hard_to_find(index, settings, meta, questions_of=heading_questions):
     return found
 
 
-def measure(index, settings, meta, questions_of):
+def measure(index, settings, meta, questions_of, embed=core.embed):
     found = sections(index)
     asked = [(section, q) for section in found for q in questions_of(*section)]
     mode = settings.mode if index.has_lexical() else "vector"
-    vecs = core.embed([q for _, q in asked], settings, meta, mode, {}) if asked else []
+    vecs = embed([q for _, q in asked], settings, meta, mode, {}) if asked else []
     weight, _, _ = search.index_settings(meta, settings.vector_weight)
     hits, counts = {}, {}
     for (section, question), vec in zip(asked, vecs):
