@@ -47,6 +47,7 @@ from common import ROOT
 from rag import config, core, store  # noqa: E402  (common puts ROOT on sys.path)
 from rag.answer import audit
 from rag.answer.prompt import NO_INFO
+from rag.audit import feedback
 from rag.doors import common as doors
 from rag.doors import ratings
 from rag.report import build, clusters, gaps, hard
@@ -152,9 +153,13 @@ def percentile(values, share):
 
 
 def report_steps(settings, wiki):
-    """Seconds of each step of build.build, in this process with empty caches."""
+    """Seconds of each step of build.build, in this process, with nothing kept (in memory or
+    beside the votes): as the first report after the index changed."""
     gaps.cache.clear()
     hard.kept.clear()
+    table = feedback.Table(settings.db)
+    table.write(("DELETE FROM kept", ()))
+    table.close()
     path = settings.audit
     steps = {}
     started = time.perf_counter()
