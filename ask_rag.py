@@ -6,6 +6,8 @@
     python3 ask_rag.py --json "Wie groß darf mein Postfach sein?"
     python3 ask_rag.py --expand "Mein Mailprogramm meldet, der Speicher ist fast voll – was tun?"
     python3 ask_rag.py --chat            # follow-ups: "Und wie lösche ich sie wieder?"
+    python3 ask_rag.py --rate a-3f9c… -1 "Quota stimmt nicht"    # a vote on an answer, by its id
+    python3 ask_rag.py --report          # what the wiki lacks, for its authors (--json: one object)
 
 Steps, in the order of the post:
   1. embed    the question, with the same llama-embedding and model as the index
@@ -31,6 +33,7 @@ import sys
 from rag import core
 from rag.answer import audit
 from rag.doors import flags
+from rag.doors import ratings
 from rag.doors import terminal
 from rag.doors import users
 
@@ -43,6 +46,10 @@ def main():
     if args.add_user or args.users or args.as_user or args.trust_proxy_header:
         if users_first(args):  # --add-user: done; else who asks is known now (rag/doors/users.py)
             return
+    if args.rate:
+        return ratings.rate(args, flags.settings_from(args))  # a vote on an answer (rag/audit/)
+    if args.report:
+        return ratings.report(args, flags.settings_from(args))  # for the authors (rag/report/)
     if args.serve or args.mcp:
         return serve(args)
     if args.chat:
@@ -80,7 +87,7 @@ def serve(args):
     try:
         if args.serve:
             return web.serve(settings, args.host, args.port, args.serve_key, args.serve_slots, args.serve_queue,
-                             args.auth)
+                             args.auth, args.wiki)
         return mcp_server.serve(settings)
     except core.CoreError as exc:
         terminal.fail(str(exc))

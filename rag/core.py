@@ -52,8 +52,7 @@ TOP_K = 4  # chunks in the prompt (as in the post)
 GROUNDED = 0.3  # a fact answer is withdrawn when the passages holding its facts name less of the question's
 #                 words than this (rag/answer/support.py grounding; wiki/: out-of-wiki answers ≤ 0.25, right ones ≥ 0.33)
 FACT_SOURCES = 2  # sources a fact answer's model reads: 4 -> 2 read ~40 % fewer tokens, facts held (docs/messwerte.md)
-MAX_TOKENS = {"fact": 160, "howto": 400}  # answer length limit by question type; one sentence needs 20–50 tokens,
-#             8 steps with their commands up to ~350
+MAX_TOKENS = {"fact": 160, "howto": 400}  # by question type: a sentence 20–50 tokens, 8 steps ~350
 
 
 class CoreError(Exception):
@@ -127,13 +126,14 @@ class Answer:
     searched: expand.Searched = None  # the rewritten follow-up, the expansions (None: the question as asked)
     see_also: list = dataclasses.field(default_factory=list)  # [{"n", "path", "heading"}]: up to two sources of
     #   other sections the answer did not cite, best first (rag/answer/see_also.py); a refusal's: the best two
+    id: str = dataclasses.field(default_factory=audit.new_id)  # key of its audit line and vote
 
     def as_json(self):
         """The answer as `ask_rag.py --json` prints it (and the API and MCP return it)."""
         r = self.retrieval
-        return {"question": self.question, "answer": self.text, "llm_called": self.llm_called,
+        return {"id": self.id, "question": self.question, "answer": self.text,
                 "weak_evidence": r.weak, "mode": r.mode, "strategy": r.strategy, "query_text": r.query_text,
-                "coverage": round(r.coverage, 3),
+                "llm_called": self.llm_called, "coverage": round(r.coverage, 3),
                 "best_cosine": None if r.best_cosine is None else round(r.best_cosine, 6),
                 "scan": r.scan, "scan_processes": r.scan_processes, "scan_candidates": r.scan_candidates,
                 "under": r.under,

@@ -17,10 +17,12 @@ LAYERS = [  # lowest first; a module imports only from its own room or the rooms
     "privacy",  # personal data: check digits, names, addresses, masking
     "store",    # SQLite and PostgreSQL behind one interface, the packed vectors
     "models",   # HTTP client, embeddings, the answer server, starting llama.cpp
+    "audit",    # what is kept about answers after they were given: the votes
     "ingest",   # files to pages to chunks, the formats, the indexing run
     "search",   # ranking, expansion, follow-ups
     "answer",   # prompt, context, checks, audit
     "core",     # the question pipeline
+    "report",   # the report for the wiki's authors: gaps, down-voted answers, sections hard to find
     "doors",    # terminal, flags, web page, OpenAI API, MCP
 ]
 

@@ -25,6 +25,7 @@ from rag.answer import guard
 from rag.answer import prompt
 from rag.answer import see_also
 from rag.doors import flags
+from rag.doors import ratings
 from rag.privacy import mask as privacy
 from rag.search import expand
 
@@ -265,6 +266,8 @@ def answer(events, args):
         print(json.dumps(done.as_json(), ensure_ascii=False), flush=True)
     else:
         print_answer(done, sys.stdout)
+        if done.text is not None and not args.no_audit:  # what --rate names (rag/doors/ratings.py)
+            print(ratings.id_line(done.id), flush=True)
     return done
 
 
