@@ -6,6 +6,8 @@
     python3 ask_rag.py --json "Wie groß darf mein Postfach sein?"
     python3 ask_rag.py --expand "Mein Mailprogramm meldet, der Speicher ist fast voll – was tun?"
     python3 ask_rag.py --chat            # follow-ups: "Und wie lösche ich sie wieder?"
+    python3 ask_rag.py --rate a-3f9c… -1 "Quota stimmt nicht"    # a vote on an answer, by its id
+    python3 ask_rag.py --report          # what the wiki lacks, for its authors (--json: one object)
 
 main() runs the post's steps one call each (rag/core.py Run); the terminal shows what they yield:
   1. embed    the question, with the same model as the index (llama-embedding, or a server)
@@ -43,6 +45,10 @@ def main():
         return modes.audit(args)  # one entry of the audit log, readable
     if asker.first(args):
         return  # --add-user; else who asks is known now (--users, --as, a proxy's headers)
+    if args.rate:
+        return modes.rate(args)  # a vote on an answer, by its id (rag/audit/feedback.py)
+    if args.report:
+        return modes.report(args)  # what the wiki lacks, for its authors (rag/report/)
     if args.serve or args.mcp:
         return modes.serve(args)  # the web page and the API, or MCP: the same core
     if args.chat:

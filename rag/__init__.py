@@ -10,9 +10,10 @@ list (tests/test_layers.py checks it).
               their exact scan; who may read what, the users file
     models    llama.cpp and HTTP: one client, embeddings (binary, server), the answer server,
               starting llama-server
-    audit     the audit log: one JSON line per answer, redacted when a page is forgotten
-    ingest    files to chunks: pages and front matter, chunking, formats (PDF, HTML, Word), hidden
-              text; forgetting a page for good
+    audit     what is kept about answers after they were given: the audit log (one JSON line per
+              answer, redacted when a page is forgotten) and the votes beside the index
+    ingest    files to chunks: pages and front matter, chunking, formats (PDF, HTML, Word, reST),
+              hidden text; forgetting a page for good
     search    ranking (lexical cascade, vectors, fusion), widening sections, expansion, follow-ups
     answer    before the model: what it sees, the one chooser, the prompt, whether it is asked, the
               guard's prompt side
@@ -20,6 +21,7 @@ list (tests/test_layers.py checks it).
     records   what a door hands the core and gets back: Settings, Events, the Answer
     core      the question pipeline: found, widened, chosen, judged, asked, checked; the audit line;
               as events
+    report    the report for the wiki's authors: gaps, down-voted answers, hard-to-find sections
     doors     who asks in which format: terminal, shared flags, web page, OpenAI-compatible API, MCP
 
 The two scripts are the story: build_index.py (read → chunk → embed → store) and ask_rag.py

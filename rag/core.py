@@ -45,8 +45,7 @@ from rag.search import subsections
 from rag import store
 from rag.text import german
 
-MAX_TOKENS = {"fact": 160, "howto": 400}  # answer length limit by question type; one sentence needs 20–50 tokens,
-#             8 steps with their commands up to ~350
+MAX_TOKENS = {"fact": 160, "howto": 400}  # by question type: a sentence 20–50 tokens, 8 steps ~350
 
 
 # -- open the index --------------------------------------------------------------------------------

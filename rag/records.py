@@ -13,6 +13,8 @@ import dataclasses
 
 from rag import config
 from rag import tuned
+from rag.answer.prompt import NO_INFO
+from rag.audit import log as audit
 from rag.search import expand
 from rag.search import ranking as search
 
@@ -107,13 +109,21 @@ class Answer:
     why: str = None
     # a check replaced the answer the model streamed (a door that showed it shows `text` after it)
     replaced: bool = False
+    id: str = dataclasses.field(default_factory=audit.new_id)  # key of its audit line and vote
+
+    @property
+    def refused(self):
+        """The answer is the refusal ("Dazu habe ich keine Information."), however it came to be
+        (`why` says how): every door then shows the refusal, its why and the candidates, but no
+        citation, evidence or fact marks."""
+        return (self.text or "").strip() == NO_INFO
 
     def as_json(self):
         """The answer as `ask_rag.py --json` prints it (and the API and MCP return it)."""
         r = self.retrieval
-        return {"question": self.question, "answer": self.text, "llm_called": self.llm_called,
+        return {"id": self.id, "question": self.question, "answer": self.text,
                 "weak_evidence": r.weak, "mode": r.mode, "strategy": r.strategy, "query_text": r.query_text,
-                "coverage": round(r.coverage, 3),
+                "llm_called": self.llm_called, "coverage": round(r.coverage, 3),
                 "best_cosine": None if r.best_cosine is None else round(r.best_cosine, 6),
                 "scan": r.scan, "scan_processes": r.scan_processes, "scan_candidates": r.scan_candidates,
                 "under": r.under,

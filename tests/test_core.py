@@ -350,8 +350,13 @@ PROCEDURE_WIKI = {
 
 @pytest.fixture
 def procedure_settings(fake_embedding, tmp_path, monkeypatch):
+    return indexed(PROCEDURE_WIKI, fake_embedding, tmp_path, monkeypatch)
+
+
+def indexed(pages, fake_embedding, tmp_path, monkeypatch):
+    """Settings of the core over an index of `pages` ({path: text}), with the fake embedder."""
     from conftest import write_wiki
-    wiki = write_wiki(tmp_path / "procedure-wiki", PROCEDURE_WIKI)
+    wiki = write_wiki(tmp_path / "procedure-wiki", pages)
     result = run_script("build_index.py", "--wiki", wiki, env=fake_embedding)
     assert result.returncode == 0, result.stderr
     for key, value in fake_embedding.items():
@@ -473,6 +478,8 @@ def test_a_model_stuck_in_a_loop_is_cut_after_three_repeats_and_kept_once(settin
     (["Dazu habe ich keine Information."], "Dazu habe ich keine Information."),  # a refusal stays one
     (["Die Quota ist 2 GB [QUELLE [1]]."], "Die Quota ist 2 GB [1]."),  # a citation in the model's own form
     (["Die Quota ist 2 GB [Quelle 1]."], "Die Quota ist 2 GB [1]."),
+    (["Die Quota ist 2 GB [1].", " [ENDE QUELLE [1]]"], "Die Quota ist 2 GB [1]."),  # its delimiter
+    (["Die Quota ist 2 GB [1]. [Ende", " Quelle 1]"], "Die Quota ist 2 GB [1]."),
 ])
 def test_an_answer_that_says_something_and_then_refuses_keeps_what_it_said(settings, said, shown):
     settings.no_floor = True
@@ -481,3 +488,28 @@ def test_an_answer_that_says_something_and_then_refuses_keeps_what_it_said(setti
         done = core.run("Welche Quota bekommt eine neue Mailbox?", settings)
     assert done.text == shown
     assert not [s for s in done.support if s["verdict"] == "nicht gestützt"]  # no statement "Dazu habe ich …" left
+
+
+NOTE_FIRST = """\
+    # Mailbox anlegen
+
+    ## Mailbox anlegen mit cyradm
+
+    !!! note "Hinweis"
+        In dieser Anleitung legt die IT eine Mailbox für neue Mitarbeitende an.
+
+    1. Per SSH auf dem Mailserver anmelden.
+    2. Die Mailbox mit `cm user/vorname.nachname` anlegen.
+    """
+
+
+def test_a_note_before_the_steps_is_said_once_and_the_evidence_is_a_step(fake_embedding, tmp_path,
+                                                                         monkeypatch):
+    pages = {**PROCEDURE_WIKI, "mail/mailbox-anlegen.md": NOTE_FIRST}
+    settings = indexed(pages, fake_embedding, tmp_path, monkeypatch)
+    with FakeLlamaServer() as server:
+        settings.server = server.url
+        done = core.run("Wie lege ich mit cyradm eine Mailbox an?", settings)
+    lines = done.text.split("\n")
+    assert done.answered_by == "source" and lines[1].startswith("Hinweis: In dieser"), lines
+    assert [e["text"] for e in done.evidence] == [lines[2]], done.evidence  # step 1, not the note

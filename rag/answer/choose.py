@@ -60,7 +60,7 @@ POINTER_CHARS = tuned.value("choose.POINTER_CHARS")  # a link or "siehe" and few
 
 LINK = re.compile(r"!?\[([^\]]*)\]\([^)]*\)|<https?://[^>]*>|https?://\S+")  # Markdown links, images, bare URLs
 SEE = re.compile(r"\b(?:siehe|s\.|vgl\.|mehr\s+dazu|weitere\s+informationen|see)\b", re.I)
-LABEL_LINE = re.compile(rf"^\s*(?:{'|'.join(sorted(set(markup.LABELS.values())))})\s*:.{{0,60}}$")
+LABEL_LINE = re.compile(rf"^\s*(?:{'|'.join(markup.NOTE_LABELS)})\s*:.{{0,60}}$")
 HEADING_LINE = re.compile(r"^\s*#{1,6}\s")
 
 

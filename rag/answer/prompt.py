@@ -56,16 +56,24 @@ IMAGE = re.compile(  # a Markdown image (also as a link to itself, as MkDocs pag
     r"\[!\[(?P<linked>[^\]]*)\]\([^)]*\)\]\([^)]*\)|!\[(?P<plain>[^\]]*)\]\([^)]*\)|<img\b(?P<attrs>[^>]*)>", re.I)
 ALT = re.compile(r"""\balt\s*=\s*(?:"([^"]*)"|'([^']*)')""", re.I)
 LABELLED = re.compile(r"\[\s*(?:quelle|source)\s*\[?\s*(\d+)\s*\]?\s*\]", re.I)  # "[Quelle [2]]" -> [2]
+CLOSING = re.compile(  # CLOSE as the model copies it: "[ENDE QUELLE [1]]", "<<<ENDE QUELLE [1]>>>"
+    r"[ \t]*(?:<<<|\[)\s*ENDE\s+(?:DER\s+)?QUELLE\s*\[?\s*\d+\s*\]?\s*(?:>>>|\])", re.I)
 
 
 def cleaned(answer):
-    """The model's answer as every door keeps it: without a trailing refusal (without_trailing_refusal), without
-    the follow-up note of the question it read, which a small model sometimes copies (followups.unmarked), and
-    with a citation it wrote as "[Quelle [2]]" or "[QUELLE 2]" in the form "[2]" (LABELLED).
+    """The model's answer as every door keeps it: without a trailing refusal
+    (without_trailing_refusal), without the follow-up note of the question it read, which a small
+    model sometimes copies (followups.unmarked), without a closing source delimiter it copied
+    ("[ENDE QUELLE [1]]", CLOSING), and with a citation it wrote as "[Quelle [2]]" or "[QUELLE 2]"
+    in the form "[2]" (LABELLED).
 
     Example: "Host `lizenzen.i-doit.com` [2]. (Folgefrage zu: „Wie aktiviere ich 2FA?“)" -> "Host `lizenzen.i-doit.com` [2]."
+             "Offen von 6 bis 21 Uhr [1]. [ENDE QUELLE [1]]" -> "Offen von 6 bis 21 Uhr [1]."
     """
-    return without_trailing_refusal(LABELLED.sub(r"[\1]", followups.unmarked(answer)) if answer else answer)
+    if not answer:
+        return answer
+    text = CLOSING.sub("", followups.unmarked(answer))
+    return without_trailing_refusal(LABELLED.sub(r"[\1]", text))
 
 
 def without_trailing_refusal(answer):

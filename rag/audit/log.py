@@ -17,6 +17,7 @@ import hashlib
 import hmac
 import json
 import os
+import secrets
 from datetime import datetime, timezone
 
 
@@ -30,13 +31,22 @@ def sha256(text):
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+def new_id():
+    """An answer's id: the key of its audit line and its vote (rag/audit/feedback.py).
+
+    Example: new_id() -> "a-3f9c0e5d7b1a2c4e" (16 random hex digits)
+    """
+    return "a-" + secrets.token_hex(8)
+
+
 def entry(result, raw_sources, meta, server):
     """The audit line of one answer (a rag/core.py Answer): what was asked, what the model saw (hashed),
     what it answered, every check. raw_sources: the sources before masking, so a hash matches the wiki.
     With a rewritten follow-up or --expand, "searched" holds the original question next to what was searched."""
     r = result.retrieval
     return {
-        "time": datetime.now(timezone.utc).isoformat(timespec="seconds"), "question": result.question,
+        "id": result.id, "time": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "question": result.question,
         "server": server, "model": result.model, "embed_model": meta.get("embed_model"), "mode": r.mode,
         "strategy": r.strategy, "under": r.under, "llm_called": result.llm_called,
         "chunks": [{"path": s.path, "heading": s.heading, "chunk_index": s.chunk_index, "sha256": sha256(raw.content),
@@ -60,8 +70,9 @@ def append(path, entry, keep_days=None):
 
 
 FORGOTTEN = "[vergessen]"  # what a forgotten page's audit line shows instead of its question and answer
-KEPT = ("time", "server", "model", "embed_model", "mode", "strategy", "under", "llm_called", "kind",
-        "prompt_sha256", "timings")  # what a redacted line keeps besides its chunks: no text of any page
+# what a redacted line keeps besides its chunks: no text of any page
+KEPT = ("id", "time", "server", "model", "embed_model", "mode", "strategy", "under", "llm_called",
+        "kind", "prompt_sha256", "timings")
 REDACT_TRIES = 5  # rereads when ask_rag.py appends a line while the log is rewritten
 
 

@@ -26,6 +26,8 @@ from rag.check.record import Check
 LINK_FROM_FLAGGED = "[Link aus einer markierten Quelle entfernt]"
 LINK_FROM_NOWHERE = "[Link entfernt: steht in keiner Quelle]"
 CONTACT_FROM_FLAGGED = "[Kontaktangabe aus einer markierten Quelle entfernt]"
+BLOCK_REMOVED = "[Codeblock entfernt: nur anweisungsähnlicher Text]"  # for a code block left empty
+EMPTY_FENCE = re.compile(r"^[ \t]*(```|~~~)[^\n]*\n(?:[ \t]*\n)*[ \t]*\1[ \t]*$", re.M)  # ```sh ```
 MARK = "\u02c6"  # "ˆ": the datamark of rag/answer/prompt.py (experiment RAG_SPOTLIGHT=datamark), never shown to the reader
 COPY_WORDS = tuned.value("guard.COPY_WORDS")  # this many words in a row of a removed one: a copy
 LEAK_WORDS = tuned.value("guard.LEAK_WORDS")  # … of the fixed prompt (system message, task): a leak
@@ -152,13 +154,24 @@ class Screen:
         elif any(shares_words(text, p, LEAK_WORDS) for p in prompts):
             report["replaced"] = "gibt die Anweisungen wieder"
         elif REMOVED in text:
-            lines = (" ".join(line.replace(REMOVED, " ").split()) for line in text.split("\n"))  # keeps the lines
-            text = "\n".join(line for line in lines if line) or answer.NO_INFO
+            text = without_removed(text)
         if report["replaced"]:
             text = answer.NO_INFO
         for item in report["flagged"] + report["withheld"]:  # the model's values, masked like the answer (rag/privacy/mask.py)
             item["value"] = mask(item["value"])
         return text, report
+
+
+def without_removed(text):
+    """The answer without REMOVED, line by line; a code block left empty: one BLOCK_REMOVED line.
+
+    Example: "Laut Quelle [1]:\n1. Anmelden. " + REMOVED + "\n```text\n" + REMOVED + "\n```"
+             -> "Laut Quelle [1]:\n1. Anmelden.\n" + BLOCK_REMOVED
+    """
+    lines = (" ".join(line.replace(REMOVED, " ").split()) if REMOVED in line else line.rstrip()
+             for line in text.split("\n"))  # the lines it does not touch keep their indentation
+    text = "\n".join(line for line in lines if line)
+    return EMPTY_FENCE.sub(BLOCK_REMOVED, text) or answer.NO_INFO
 
 
 def run(case):

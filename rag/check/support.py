@@ -252,8 +252,11 @@ def check(answer, sources, vocab=frozenset(), correct=False, question=None):
         if share >= SUPPORT and (best, unit) not in seen:
             seen.add((best, unit))
             found.append((share, {"n": best, "text": unit}, verbatim(unit, answer)))
-    # evidence: what the answer did not copy word for word (a copied step is its own evidence), at least one
-    shown = [e for _, e, copied in found if not copied] or [max(found, key=lambda t: t[0])[1]] if found else []
+    # evidence: what the answer did not copy word for word (a copied step is its own evidence), at
+    # least one: of a verbatim answer its best step (list item), not a note or prose before it
+    shown = [e for _, e, copied in found if not copied]
+    if found and not shown:
+        shown = [max(found, key=lambda t: (bool(STEP.match(t[1]["text"])), t[0]))[1]]
     result["evidence"] = shown[:EVIDENCE_MAX]
     if correct:
         result["answer"] = rewrite(answer, result["statements"])

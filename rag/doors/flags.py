@@ -27,6 +27,7 @@ import sys
 from rag import config
 from rag import core
 from rag.doors import asker
+from rag.doors import ratings
 from rag.privacy import detect
 from rag.privacy import mask as privacy
 from rag.search import expand
@@ -95,7 +96,7 @@ def parse_ask(argv=None):
     """ask_rag.py's flags, checked (a bad value: one German line, exit code 2)."""
     parser = argparse.ArgumentParser(description=DESCRIPTION, epilog=EPILOG)
     for add in (add_ask_models, add_ranking, add_answering, add_output, add_protection, add_doors,
-                asker.add_flags):
+                asker.add_flags, ratings.add_flags):
         add(parser)
     args = parser.parse_args(joined_kinds(sys.argv[1:] if argv is None else argv))
     args.server = args.server.rstrip("/").removesuffix("/v1")  # an OpenAI base URL (…/v1) works too

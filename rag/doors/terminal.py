@@ -26,6 +26,7 @@ from rag.check import guard
 from rag.check import see_also
 from rag.doors import explain
 from rag.doors import flags
+from rag.doors import ratings
 from rag.search import expand
 
 
@@ -134,9 +135,13 @@ def print_answer(done, out, shown=False):
     if not done.retrieval.sources:
         print("Keine passenden Stellen im Wiki gefunden.", file=out)
         return
+    refused = done.refused  # the core's: then no citation, evidence or fact lines, only the guard's
     if done.see_also:  # "Siehe auch: [2] … › …, [3] …"; after the refusal "Vielleicht hilft: …"
-        print(see_also.line(done.see_also, refused=(done.text or "").strip() == prompt.NO_INFO), file=out)
-    print_sources(done.retrieval, done.citations, out)
+        print(see_also.line(done.see_also, refused=refused), file=out)
+    print_sources(done.retrieval, None if refused else done.citations, out)
+    if refused:
+        print_guard(done, out)
+        return
     if done.support is not None:
         from rag.check import support
         for line in support.describe({"evidence": done.evidence, "statements": done.support}):
@@ -144,6 +149,11 @@ def print_answer(done, out, shown=False):
     if done.unsupported:
         from rag.check import factcheck
         print(factcheck.describe(done.unsupported), file=out)
+    print_guard(done, out)
+
+
+def print_guard(done, out):
+    """The injection guard's lines (rag/check/guard.py describe), red in a terminal."""
     if done.guard:
         lines = guard.describe(done.guard, colour=out.isatty() and not os.environ.get("NO_COLOR"))
         if lines:
@@ -205,6 +215,8 @@ def answer(events, args):
         print_answer(done, sys.stdout, shown)
         if args.explain:  # stages 4 to 6
             explain.after(done, sys.stdout)
+        if done.text is not None and not args.no_audit:  # what --rate names (rag/doors/ratings.py)
+            print(ratings.id_line(done.id), flush=True)
     return done
 
 
