@@ -30,8 +30,9 @@ from pathlib import Path
 
 from rag import config
 from rag import store
-from rag.doors import flags, forget, users
-from rag.ingest import chunking, embed_chunks, formats, indexing, pages, report, watch
+from rag.doors import flags
+from rag.ingest import chunking, embed_chunks, forget, formats, indexing, pages, report, watch
+from rag.store import users
 
 
 # -- the run: read → chunk → embed → store ---------------------------------------------------------
@@ -127,7 +128,7 @@ def parse_flags():
     parser.add_argument("--ann", action="store_true",
                         help=f"PostgreSQL: HNSW-Index für die Vektorsuche jetzt anlegen (sonst ab "
                              f"{store.ANN_MIN_CHUNKS:,} Chunks von selbst)".replace(",", "."))
-    forget.add_flags(parser)  # --forget PATH, --vacuum, --audit, --forget-log (rag/doors/forget.py)
+    forget.add_flags(parser)  # --forget PATH, --vacuum, --audit, --forget-log (rag/ingest/)
     parser.add_argument("--users", default=config.env_str("RAG_USERS", ""), metavar="FILE",
                         help="Benutzerdatei: warnt vor Rechte-Regeln mit Gruppen, die kein Benutzer hat (RAG_USERS)")
     parser.add_argument("--watch", action="store_true",

@@ -71,9 +71,9 @@ def add_check_flags(parser):
                              "\"off\": [Arten, die für diesen Text abgeschaltet sind]}; Standard-Datei eval/pii.jsonl, "
                              "kein Index nötig")
     parser.add_argument("--factcheck", nargs="?", const="eval/factcheck.jsonl", metavar="DATEI",
-                        help="statt der Suche den Faktencheck messen (rag/answer/factcheck.py): Anteil erkannter falscher "
-                             "und fälschlich markierter richtiger Antworten; Standard-Datei eval/factcheck.jsonl, "
-                             "kein Index nötig")
+                        help="statt der Suche den Faktencheck messen (rag/check/factcheck.py): "
+                             "Anteil erkannter falscher und fälschlich markierter richtiger "
+                             "Antworten; Standard-Datei eval/factcheck.jsonl, kein Index nötig")
     parser.add_argument("--sections", action="store_true",
                         help="statt der Suche messen, welchen Abschnitt eine How-to-Antwort wörtlich zeigt "
                              "(rag/answer/choose.py gegen bisher): je How-to-Zeile eines Antwort-Satzes richtig, unter "

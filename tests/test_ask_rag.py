@@ -656,8 +656,8 @@ def test_explain_shows_the_signals_of_the_section_choice_with_one_marked(env):
     result = run_script("ask_rag.py", "--retrieve-only", "--explain", QUESTION, env=env)
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
-    start = lines.index("Abschnittswahl (How-to): Rang Kosinus Überschrift Form Substanz Einleitung Verweis Rolle "
-                        "= Punkte")
+    header = "Rang Kosinus Überschrift Form Substanz Einleitung Verweis Rolle = Punkte"
+    start = lines.index("3. gewählt    " + header)
     rows = [line for line in lines[start + 1:] if line.startswith("  ") and "] " in line and " = " in line]
     assert rows and sum(line.lstrip().startswith("→") for line in rows) == 1
     assert rows[0].split("] ", 1)[1].startswith("1.00 ")  # the first source's rank signal

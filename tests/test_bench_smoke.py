@@ -16,7 +16,7 @@ from conftest import ROOT
 from timeouts import REAL
 
 SCRIPTS = ["retrieval.py", "indexing.py", "ask_latency.py", "reindex.py", "post_way.py", "web.py", "scale.py", "scale_corpus.py",
-           "expand_cost.py", "office.py", "access_recall.py"]
+           "expand_cost.py", "office.py", "access_recall.py", "feedback.py"]
 
 
 def run_bench(script, *args, timeout=REAL):
@@ -55,6 +55,16 @@ def test_retrieval_tiny():
     assert row["same_top_k"] is True  # both searches are exact: same four chunks
     assert row["max_abs_cos_diff"] < 1e-6
     assert report["goals"] == []  # goals are judged at 20,000 × 2,048 only
+
+
+def test_feedback_tiny():
+    report = bench_json("feedback.py", "--records", "60", "--votes", "5", "--distinct", "10")
+    check_machine(report, "feedback")
+    results = report["results"]
+    positive(results, "vote_p50_ms", "vote_recent_p50_ms", "report_cli_s", "report_cli_again_s",
+             "sections", "refused")
+    assert results["answers"] == 60 and {g["name"] for g in report["goals"]} == {
+        "vote_p50_ms", "report_cli_s"}
 
 
 def test_reindex_tiny():

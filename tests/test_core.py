@@ -33,8 +33,11 @@ def test_events_come_in_pipeline_order_and_end_with_the_answer(settings):
         settings.server = server.url
         events = list(core.ask(QUESTION, settings))
     kinds = [e.kind for e in events]
-    assert kinds == ["sources", "asking", "prompt", "piece", "piece", "piece", "checks", "done"]
-    assert events[1].data == "answer"  # no threshold measured for the fake model: no check
+    assert kinds == ["sources", "chosen", "asking", "prompt", "piece", "piece", "piece", "checks",
+                     "done"]
+    choice = events[1].data  # a how-to question's section choice
+    assert choice is events[-1].data.choice and choice.order
+    assert events[2].data == "answer"  # no threshold measured for the fake model: no check
     done = events[-1].data
     assert "".join(e.data for e in events if e.kind == "piece") == done.text == "Mit cm [1]."
     assert done.llm_called and done.citations == {"cited": [1], "valid": [1], "unknown": []}
@@ -50,15 +53,32 @@ def test_the_prompt_comes_from_the_one_builder_and_the_steps_run_in_order(settin
     built, steps = [], []
     real = answer.build_prompt
     monkeypatch.setattr(answer, "build_prompt", lambda *a, **k: built.append(real(*a, **k)) or built[-1])
-    for name in ("embed", "rank", "protect", "prompt_for", "stream", "check", "write_audit"):
+    for name in ("embed", "rank", "protect", "prepare", "stream", "check", "write_audit"):
         step = getattr(core, name)
         monkeypatch.setattr(core, name, lambda *a, _step=step, _name=name, **k: steps.append(_name) or _step(*a, **k))
     with FakeLlamaServer(template=GEMMA_TEMPLATE, answer=["Mit cm", " [1]", "."]) as server:
         settings.server = server.url
         done = core.run(QUESTION, settings)
-    assert steps == ["embed", "rank", "protect", "stream", "prompt_for", "check", "write_audit"]  # 4 inside 5
+    # the post's order: the prompt, then the model is asked
+    assert steps == ["embed", "rank", "protect", "prepare", "stream", "check", "write_audit"]
     assert built == [done.prompt] and done.prompt.startswith(answer.context_part(done.question, done.retrieval.sources,
                                                                                   True, None).split("<<<")[0])
+
+
+def test_the_post_steps_one_call_each_yield_what_ask_yields(settings):
+    """ask_rag.py runs core.Run's steps itself (embed → rank → prompt → ask, then check); the doors
+    take core.ask(), the same chain."""
+    with FakeLlamaServer(template=GEMMA_TEMPLATE, answer=["Mit cm", " [1]", "."]) as server:
+        settings.server = server.url
+        run = core.Run(QUESTION, settings)
+        steps = [[e.kind for e in step()]
+                 for step in (run.embed, run.rank, run.prompt, run.ask, run.check)]
+        whole = list(core.ask(QUESTION, settings))
+    assert steps == [[], ["sources", "chosen"], [], ["asking", "prompt", "piece", "piece", "piece"],
+                     ["checks", "done"]]
+    assert [k for step in steps for k in step] == [e.kind for e in whole]
+    assert run.result.text == whole[-1].data.text == "Mit cm [1]."
+    assert [c.name for c in run.result.checks] == [c.name for c in whole[-1].data.checks]
 
 
 def test_a_wrong_citation_is_corrected_in_the_answer_the_json_and_the_audit(settings):
@@ -273,7 +293,9 @@ def test_expansion_searches_the_phrases_too_and_embeds_everything_in_one_call(se
         settings.server, settings.expand = server.url, "phrases"
         events = list(core.ask(question, settings))
     done = events[-1].data
-    assert [e.kind for e in events] == ["searched", "sources", "done"] and server.completions() == []
+    # a how-to question: the one chooser's choice comes with the sources, also without the model
+    assert [e.kind for e in events] == ["searched", "sources", "chosen", "done"]
+    assert server.completions() == []
     assert done.searched.expansions == phrases and done.searched.weights == [1.0, 0.5, 0.5, 0.5]
     (call,) = server.structured()
     assert call["body"]["response_format"]["json_schema"]["schema"]["type"] == "array"
@@ -303,7 +325,7 @@ def test_the_model_s_choice_among_the_first_results_moves_it_up(settings):
 def test_an_unreachable_server_leaves_the_question_as_it_is_with_one_warning(settings):
     settings.retrieve_only, settings.expand, settings.server = True, "phrases", "http://127.0.0.1:9"
     events = list(core.ask(QUESTION, settings))
-    assert [e.kind for e in events] == ["searched", "sources", "done"]
+    assert [e.kind for e in events] == ["searched", "sources", "chosen", "done"]
     searched = events[0].data
     assert "nicht erreichbar" in searched.warning and searched.expansions == [] and not searched.rewritten
     plain = core.run(QUESTION, dataclasses.replace(settings, expand=None))
@@ -360,7 +382,8 @@ def test_a_how_to_answer_is_the_procedure_s_steps_verbatim_after_the_check(proce
     from fake_server import prompt_tokens  # no answer request: what was read before the lines is the check
     assert done.timings["read_before_first_token"] == prompt_tokens(checks[0]["body"]) > 0
     assert all(s["verdict"] == "gestützt" for s in done.support if "Handbuch" not in s["text"])
-    assert [e.kind for e in events] == ["sources", "asking", "piece", "checks", "done"] and events[1].data == "check"
+    kinds = ["sources", "chosen", "asking", "piece", "checks", "done"]
+    assert [e.kind for e in events] == kinds and events[2].data == "check"
     assert done.as_json()["answered_by"] == "source"
 
 

@@ -181,5 +181,5 @@ def test_question_gets_the_stored_query_prefix_and_explain_shows_it(e5_named):
     result = run_script("ask_rag.py", "--retrieve-only", "--explain", "Wie lege ich eine Mailbox an?", env=env)
     assert result.returncode == 0, result.stderr
     assert logged(prompts) == ["query: Wie lege ich eine Mailbox an?"]
-    assert 'Präfix:    "query: "' in result.stdout
+    assert 'Präfix: "query: "' in result.stdout
     assert "mail/mailbox-anlegen.md" in result.stdout

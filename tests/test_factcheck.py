@@ -1,5 +1,5 @@
-"""The fact check (rag/answer/factcheck.py): German folding pairs, which sources are looked up, the eval
-set, and what ask_rag.py shows, prints as JSON and writes to the audit log.
+"""The fact check (rag/check/factcheck.py): German folding pairs, which sources are looked up, the
+eval set, and what ask_rag.py shows, prints as JSON and writes to the audit log.
 
 Each folding pair is checked the way ask_rag.py checks an answer: the claim inside a short
 answer that cites [1], the other text as source [1]. A pair that must match gives no unsupported
@@ -12,7 +12,7 @@ import pytest
 
 from conftest import ROOT, load_json, run_script, write_wiki
 from fake_server import FakeLlamaServer
-from rag.answer.factcheck import claims, describe, unsupported
+from rag.check.factcheck import claims, describe, unsupported
 from rag.ingest import chunking
 
 CONTRACT = "Rahmenvertrag › § 7 Kündigung\n\nDer Vertrag kann mit einer Frist von 3 Monaten gekündigt werden."
@@ -237,8 +237,9 @@ def test_wrong_duration_is_shown_after_the_citation_line(env):
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     assert lines[0] == "Die Frist beträgt 3 Monate, nicht 14 Tage [1]."
-    assert lines[-1] == "Nicht in den Quellen: 14 Tage"  # after the citation line and the support lines
-    assert "Zitate: [1] gültig" in lines[:-1]
+    # after the citation line and the support lines; last the answer's id (rag/doors/ratings.py)
+    assert lines[-2] == "Nicht in den Quellen: 14 Tage" and lines[-1].startswith("Antwort-Id: a-")
+    assert "Zitate: [1] gültig" in lines[:-2]
 
 
 def test_correct_paraphrase_shows_nothing(env):
@@ -277,8 +278,8 @@ def test_without_llm_call_unsupported_is_null(env):
     assert load_json(result.stdout)["unsupported"] is None
 
 
-def test_claims_live_in_their_own_module_with_their_keys():  # rag/answer/claims.py (found), factcheck.py (checked)
-    from rag.answer import claims as found
+def test_claims_live_in_their_own_module_with_their_keys():  # claims.py finds, factcheck.py checks
+    from rag.check import claims as found
     assert [(c.text, c.kind, c.needs) for c in found.claims("Die Frist beträgt 14 Tage [1], ab dem 1. März 2025.")] == \
         [("14 Tage", "quantity", (("dur:1209600",),)), ("1. März 2025", "date", (("date:2025-3-1",),))]
     assert claims is found.claims

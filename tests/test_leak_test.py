@@ -3,7 +3,7 @@ server, and name the leak when one is there. Fakes: conftest's llama-embedding, 
 """
 from conftest import run_script
 from fake_server import FakeLlamaServer
-from rag.doors import users
+from rag.store import users
 
 
 def test_the_leak_test_passes_and_counts_every_door(small_wiki, fake_embedding, tmp_path):

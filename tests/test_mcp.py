@@ -39,14 +39,15 @@ def dump(result):
     return result.model_dump(by_alias=True, mode="json")
 
 
-def test_sdk_client_lists_both_tools_with_the_folders(env):
+def test_sdk_client_lists_the_tools_with_the_folders(env):
     async def steps(session):
         return dump(await session.list_tools())
     info, listed = session_run(env, steps)
     assert info["serverInfo"]["name"] == "rag-ohne-magie" and "tools" in info["capabilities"]
     tools = {t["name"]: t for t in listed["tools"]}
-    assert set(tools) == {"search_wiki", "ask_wiki"}
+    assert set(tools) == {"search_wiki", "ask_wiki", "rate_answer"}
     assert tools["search_wiki"]["inputSchema"]["required"] == ["query"]
+    assert tools["rate_answer"]["inputSchema"]["required"] == ["id", "vote"]
     assert "mail/, netzwerk/" in tools["ask_wiki"]["inputSchema"]["properties"]["folder"]["description"]
 
 

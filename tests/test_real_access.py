@@ -13,7 +13,7 @@ import pytest
 import requests
 
 from conftest import ROOT, answer_model, run_script, write_wiki
-from rag.doors import users
+from rag.store import users
 from rag.models.server_process import ServerProcess
 from serving import Serving
 from timeouts import REAL, REQUEST

@@ -16,7 +16,8 @@ import requests
 from conftest import assert_one_error_line, run_script, write_wiki
 from fake_server import GEMMA_TEMPLATE, FakeLlamaServer
 from rag import core
-from rag.doors import gate, users, web
+from rag.doors import gate, web
+from rag.store import users
 from serving import Serving, sse_events
 from timeouts import REQUEST, WAIT, wait_for
 
@@ -67,7 +68,7 @@ def test_events_stream_in_order_with_the_chunk_text_as_data(env):
     with FakeLlamaServer(answer=["Mit cm", " [1]."]) as fake, Serving({**env, "LLAMA_SERVER_URL": fake.url}) as server:
         events = ask(server.url)
     kinds = [kind for kind, _ in events]
-    # pieces stream word by word (rag/answer/guard.py holds a word back until it is complete)
+    # pieces stream word by word (rag/check/guard.py holds a word back until it is complete)
     assert kinds[:2] == ["sources", "asking"] and kinds[-2:] == ["checks", "done"] and set(kinds[2:-2]) == {"piece"}
     assert len(kinds) - 4 >= 2
     sources = events[0][1]["sources"]

@@ -81,15 +81,17 @@ def decided(rows, section_judged):
 def collect(path, db, url, args):
     """One row per question of one set: floor, P(ja) over the prompt's sources, how it is asked."""
     from rag import core
-    from rag.answer import answerable, context
+    from rag.answer import answerable, context, prompt
     settings = core.Settings(db=db, model=args.model, embedding_bin=args.embedding_bin, server=url, audit="")
     items, rows = load_answer_items(path), []
     for n, item in enumerate(items, start=1):
         kind = context.kind(item["question"])
-        retrieval, question, *_ = core.retrieve(item["question"], settings, {}, kind)
+        done = core.found(item["question"], settings)
+        retrieval, question = done.retrieval, done.question
         p = None
         if retrieval.sources:  # also where the floor refuses: --tune weighs the floor against the check
-            prefix, _, _ = core.prompt_for(question, retrieval, settings, kind, chat=True)
+            prefix, _, _ = prompt.for_question(question, retrieval, True, kind,
+                                               settings.whole_chunks, settings.fact_sources)
             p = answerable.p_yes(url, prefix)
         rows.append({"set": path, "question": item["question"], "in_wiki": bool(item["facts"]),
                      "kind": item.get("kind"), "asked": kind, "floor": retrieval.weak or not retrieval.sources,

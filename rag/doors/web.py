@@ -12,6 +12,8 @@ Routes (every one turns the core's events into its own format, rag/doors/common.
                                  asked) carries the terminal's status line, e.g. {"asking": "check", "line":
                                  "4 Quellen gefunden · prüfe, ob sie die Frage beantworten …"}
     GET  /v1/models, POST /v1/chat/completions    the wiki as an OpenAI "model" (rag/doors/openai_api.py)
+    POST /v1/feedback            {"id", "vote": 1 | -1, "comment"}: a vote (404: no such answer id)
+    GET  /bericht, /api/bericht  the report for the wiki's authors, page and JSON (doors/ratings.py)
     GET  /health                 {"status": "ok", "slots": N, "queue": M, "running": R,
                                  "waiting": W}: the gate's places, and how many are taken now
 
@@ -26,7 +28,7 @@ QUEUE more wait for one; beyond that the reply comes at once: HTTP 503 with Retr
 is free before its stream ends: who read an answer to the end may ask again at once.
 
 Users (--users FILE) each get answers only from the pages they may read: the request's Reader goes into the
-settings, the store hides the rest (rag/doors/users.py, rag/store/access.py, docs/rechte.md).
+settings, the store hides the rest (rag/store/users.py, rag/store/access.py, docs/rechte.md).
 
 Does not handle: TLS (put a reverse proxy in front), limits per client.
 """
@@ -46,10 +48,11 @@ from urllib.parse import urlsplit
 from rag import core
 from rag.doors import common as doors
 from rag.doors import openai_api
+from rag.doors import ratings
 from rag.doors import terminal
-from rag.doors import users
 from rag.doors.gate import Busy, Gate
-from rag.doors.users import key_ok  # noqa: F401  (the one key check, rag/doors/users.py)
+from rag.store import users
+from rag.store.users import key_ok  # noqa: F401  (the one key check, rag/store/users.py)
 from rag.models import llm
 
 HOST = "127.0.0.1"  # loopback only, unless a key is set
@@ -58,6 +61,7 @@ MAX_BODY = 1_000_000  # bytes of a request body
 SOCKET_TIMEOUT = 300  # seconds a client may stall a read or write before its thread gives up
 PAGE = Path(__file__).with_name("page.html")
 MARKDOWN = PAGE.with_name("markdown.js")  # the answer's Markdown as DOM nodes (page_text)
+REPORT_PAGE = Path(__file__).with_name("bericht.html")  # /bericht: the report for the authors
 
 
 def loopback(host):
@@ -111,10 +115,11 @@ def with_status_line(events):
 
 
 class State:
-    def __init__(self, settings, auth, gate):
-        self.settings, self.auth, self.gate = settings, auth, gate  # auth: rag/doors/users.py Auth
-        text = page_text()
-        self.page, self.csp = text.encode("utf-8"), csp(text)
+    def __init__(self, settings, auth, gate, wiki=None):
+        self.settings, self.auth, self.gate = settings, auth, gate  # auth: rag/store/users.py Auth
+        self.wiki = wiki  # the wiki folder: the report reads the pages' owners there
+        texts = {"/": page_text(), "/bericht": REPORT_PAGE.read_text(encoding="utf-8")}
+        self.pages = {path: (text.encode("utf-8"), csp(text)) for path, text in texts.items()}
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -166,15 +171,17 @@ class Handler(BaseHTTPRequestHandler):
         if self.streaming:
             self.wfile.write(b"0\r\n\r\n")
 
-    def send_page(self):
-        """The page, with its Content-Security-Policy."""
+    def send_page(self, path="/"):
+        """A page (/ or /bericht), with its Content-Security-Policy."""
+        page, policy = self.state.pages[path]
         self.send_response(200)
-        for name, value in (("Content-Type", "text/html; charset=utf-8"), ("Content-Security-Policy", self.state.csp),
+        for name, value in (("Content-Type", "text/html; charset=utf-8"),
+                            ("Content-Security-Policy", policy),
                             ("X-Content-Type-Options", "nosniff"), ("Referrer-Policy", "no-referrer"),
-                            ("Cache-Control", "no-store"), ("Content-Length", str(len(self.state.page)))):
+                            ("Cache-Control", "no-store"), ("Content-Length", str(len(page)))):
             self.send_header(name, value)
         self.end_headers()
-        self.wfile.write(self.state.page)
+        self.wfile.write(page)
 
     def send_event(self, data, event=None):
         head = f"event: {event}\n" if event else ""
@@ -183,7 +190,8 @@ class Handler(BaseHTTPRequestHandler):
 
     # -- requests --------------------------------------------------------------------------
     def authorised(self):
-        """Who asks (rag/doors/users.py): self.settings becomes the door's settings for that reader."""
+        """Who asks (rag/store/users.py): self.settings becomes the door's settings for that
+        reader."""
         reader = users.identify(self.headers, self.client_address[0], self.state.auth)
         if reader is not None:
             self.settings = doors.request_settings(self.state.settings, reader=reader)
@@ -217,8 +225,10 @@ class Handler(BaseHTTPRequestHandler):
         if not self.authorised():
             return
         path = urlsplit(self.path).path
-        if path == "/":
-            self.send_page()
+        if path in self.state.pages:
+            self.send_page(path)
+        elif path == "/api/bericht":
+            self.send_json(*ratings.report_reply(self.settings, self.state.wiki, self.path))
         elif path == "/api/folders":
             self.send_json(200, {"folders": doors.folders(self.settings)})
         elif path == "/v1/models":
@@ -232,12 +242,14 @@ class Handler(BaseHTTPRequestHandler):
         if not self.authorised():
             return
         path = urlsplit(self.path).path
-        if path not in ("/api/ask", "/v1/chat/completions"):
+        if path not in ("/api/ask", "/v1/chat/completions", "/v1/feedback"):
             return self.send_error_json(404, f"{path} gibt es nicht – POST /api/ask oder /v1/chat/completions",
                                         path.startswith("/v1/"))
         body = self.read_json()
         if body is None:
             return
+        if path == "/v1/feedback":
+            return self.send_json(*ratings.vote_reply(self.settings, body))
         api = path.startswith("/v1/")
         try:
             with self.state.gate.enter():
@@ -315,16 +327,17 @@ class Server(ThreadingHTTPServer):
         super().__init__(address, Handler)
 
 
-def serve(settings, host=HOST, port=PORT, key=None, slots=None, queue=None, auth=None):
+def serve(settings, host=HOST, port=PORT, key=None, slots=None, queue=None, auth=None, wiki=None):
     """Serve the page and the API until Ctrl-C or SIGTERM; expected failures raise core.CoreError.
-    auth: users, --serve-key and the proxy settings (rag/doors/users.py Auth); else the one key."""
+    auth: users, --serve-key and the proxy settings (rag/store/users.py Auth); else the one key.
+    wiki: the wiki folder, where the report finds the pages' owners."""
     auth = auth or users.Auth(serve_key=key)
     key = auth.serve_key or auth.users or auth.trust_proxy
     if not loopback(host) and not key:
         raise core.CoreError(f"--host {host} ist von anderen Rechnern erreichbar – nur mit Schlüssel starten "
                              f"(--serve-key / RAG_SERVE_KEY) oder --host 127.0.0.1")
     core.open_index(settings)[0].close()  # no index: say so now, not at the first question
-    state = State(settings, auth, None)
+    state = State(settings, auth, None, wiki)
     try:
         httpd = Server((host, port), state)
     except OSError as exc:

@@ -26,12 +26,13 @@ to the whole section afterwards: rag/search/ranking.py whole_sections).
 """
 from collections import namedtuple
 
+from rag import tuned
 from rag.search.lexical import covered
 from rag.text import german
 
-DEPTH = 20  # sections scored again; the right one is among the first 20 for 88 % of i-doit's how-to lines
+DEPTH = tuned.value("finalists.DEPTH")  # sections scored again (rag/tuned.toml says why 20)
 Signals = namedtuple("Signals", "cosine lexical heading fused")
-WEIGHTS = Signals(cosine=5.0, lexical=0.25, heading=0.2, fused=0.1)  # evaluate.py --finalists --tune
+WEIGHTS = Signals(**tuned.value("finalists.WEIGHTS"))  # fit by `evaluate.py --finalists --tune`
 
 
 def sections(ordered):
