@@ -513,3 +513,20 @@ def test_a_note_before_the_steps_is_said_once_and_the_evidence_is_a_step(fake_em
     lines = done.text.split("\n")
     assert done.answered_by == "source" and lines[1].startswith("Hinweis: In dieser"), lines
     assert [e["text"] for e in done.evidence] == [lines[2]], done.evidence  # step 1, not the note
+
+
+def test_the_product_ranks_with_the_second_stage(settings, monkeypatch):
+    from rag.search import finalists
+    calls = []
+    real = finalists.rerank
+
+    def spy(*args, **kwargs):
+        calls.append(len(args[1]))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(finalists, "rerank", spy)
+    settings.retrieve_only = True
+    done = core.run("Wie lege ich eine Mailbox an?", settings)
+    assert calls and calls[0] >= len(done.retrieval.sources)  # it saw the whole fused list
+    sections = [(s.path, s.heading) for s in done.retrieval.sources]
+    assert len(sections) == len(set(sections))  # one chunk per section

@@ -65,3 +65,4 @@ def test_ties_keep_the_fused_order():
     cosine_only = finalists.Signals(cosine=1.0, lexical=0.0, heading=0.0, fused=0.0)
     ranked = finalists.rerank(Index({}), ordered, [1.0], [], [], set(), tuned=cosine_only)
     assert [s.doc_id for s in ranked] == [1, 2]
+

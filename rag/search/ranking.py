@@ -193,7 +193,8 @@ def retrieve_fused(index, queries, weights, top_k=4, max_per_file=MAX_PER_FILE, 
                    feedback=None, **options):
     """retrieve() for the question and its expansions, fused by weighted RRF, then the per-file cap.
     queries: [(text, vector or None)], the question first; weights: one per text; options: as for retrieve().
-    One text and no chooser: exactly retrieve().
+    One text and no chooser: exactly retrieve(), with its second stage (rag/search/finalists.py); several
+    texts are fused without it: its cosine is to the question alone and would undo what an expansion found.
 
     Hybrid: a chunk's score is the sum of weight × its RRF score for each text, i.e. one RRF over the
     lexical and vector rankings of all texts (a text whose words match nothing adds little);
@@ -225,9 +226,6 @@ def retrieve_fused(index, queries, weights, top_k=4, max_per_file=MAX_PER_FILE, 
             chunks[doc_id].ranks["chosen"] = rank
         ordered = sorted(chunks.values(), key=lambda s: (-s.score, s.path, s.chunk_index))
     result = found[0]
-    if result.mode == "hybrid":  # the second stage over the fused list (rag/search/finalists.py)
-        qvec = normalise(queries[0][1]) if queries[0][1] is not None else None
-        ordered = finalists.rerank(index, ordered, qvec, result.terms, result.weights, result.vocab)
     result.sources = cap_per_file(ordered, top_k, max_per_file, comparable)
     if queries[0][1] is not None:  # cosine to the question for every final source
         fill_cosines(index, result.sources, normalise(queries[0][1]))
