@@ -1,89 +1,70 @@
 #!/usr/bin/env python3
-"""Step 2 of the post: embed the question, rank the chunks, build a context-only prompt, ask.
+"""Step 2 of the post: embed the question, rank the chunks, build a context-only prompt, ask, show.
 
     python3 ask_rag.py "Wie lege ich in Cyrus IMAP eine neue Mailbox an?"
     python3 ask_rag.py --retrieve-only --explain "Kuendigungsfrist Dienstleister"
     python3 ask_rag.py --json "Wie groß darf mein Postfach sein?"
     python3 ask_rag.py --expand "Mein Mailprogramm meldet, der Speicher ist fast voll – was tun?"
     python3 ask_rag.py --chat            # follow-ups: "Und wie lösche ich sie wieder?"
+    python3 ask_rag.py --rate a-3f9c… -1 "Quota stimmt nicht"    # a vote on an answer, by its id
+    python3 ask_rag.py --report          # what the wiki lacks, for its authors (--json: one object)
 
-Steps, in the order of the post:
-  1. embed    the question, with the same llama-embedding and model as the index
-  2. rank     hybrid: German full-text search fused with exact cosine similarity (rag/search/ranking.py)
+main() runs the post's steps one call each (rag/core.py Run); the terminal shows what they yield:
+  1. embed    the question, with the same model as the index (llama-embedding, or a server)
+  2. rank     German full-text search fused with exact cosine similarity (rag/search/);
+              too little evidence: "Dazu habe ich keine Information." without asking the model
   3. prompt   the top-k chunks numbered [1]…[n], quoted as data, "Dazu habe ich keine Information."
-  4. ask      a running llama-server, tokens printed as they arrive; then the sources and which
-              of them the answer cites, and one line in the audit log
+  4. ask      a running llama-server; then the checks of its answer and one line in the audit log
+  5. show     the answer as it streams, its sources and which of them it cites
 
-When the retrieval evidence is weak, the answer is "Dazu habe ich keine Information." and the
-LLM is not called at all. The steps themselves live in rag/core.py, which every front door calls
-(this terminal, the web page and API of --serve, the MCP server of --mcp); the flags are in
-rag/doors/flags.py, and rag/doors/terminal.py turns the core's events into lines on the terminal.
+What the post does not do: a how-to question ("Wie lege ich … an?") is answered with the wiki's
+own section, verbatim, under the number of its source; the model only judges whether that section
+answers the question (rag/answer/judge.py), and without it the answer is "Dazu habe ich keine
+Information.". The model writes only fact answers, and those are checked against the sources
+before they are shown (rag/check/). `--explain` prints what each stage decided.
 
---expand also searches what the answer model makes of the question (its search phrases, or its
-choice among the first results); --chat asks one question after another and rewrites a follow-up
-into a standalone question first (both in rag/search/expand.py).
-
-Does not handle: several indexes at once, editing earlier questions of a --chat session.
+The same core answers on the web page and API of --serve and over MCP (--mcp); the flags are in
+rag/doors/flags.py. Does not handle: several indexes at once, editing earlier questions of a --chat
+session.
 """
+import itertools
 import signal
 import sys
 
 from rag import core
-from rag.answer import audit
+from rag.doors import asker
 from rag.doors import flags
+from rag.doors import modes
 from rag.doors import terminal
-from rag.doors import users
 
 
 def main():
     args = flags.parse_ask()  # every flag and its environment variable: rag/doors/flags.py
+    question = (args.question or "").strip()
     if args.audit_show is not None:
-        print(audit.show(args.audit or audit.default_path(args.db), args.audit_show))
-        return
-    if args.add_user or args.users or args.as_user or args.trust_proxy_header:
-        if users_first(args):  # --add-user: done; else who asks is known now (rag/doors/users.py)
-            return
+        return modes.audit(args)  # one entry of the audit log, readable
+    if asker.first(args):
+        return  # --add-user; else who asks is known now (--users, --as, a proxy's headers)
+    if args.rate:
+        return modes.rate(args)  # a vote on an answer, by its id (rag/audit/feedback.py)
+    if args.report:
+        return modes.report(args)  # what the wiki lacks, for its authors (rag/report/)
     if args.serve or args.mcp:
-        return serve(args)
+        return modes.serve(args)  # the web page and the API, or MCP: the same core
     if args.chat:
-        return terminal.chat(args)  # one question after another, each through the same four steps
-    if not (args.question or "").strip():
+        return terminal.chat(args)  # one question after another, each through the same steps
+    if args.explain and not question:
+        return modes.table()  # every tuned number and where it comes from (rag/tuned.py)
+    if not question:
         terminal.fail('keine Frage angegeben – so fragen: python3 ask_rag.py "Wie lege ich eine Mailbox an?"', 2)
-    events = core.ask(args.question, flags.settings_from(args))
-    # 1. embed the question   rag/models (the index's model), inside core.ask -> event "sources"
-    # 2. rank the chunks      rag/search/ranking.py: full text + cosine, fused -> event "sources"
-    # 3. build the prompt     rag/answer/prompt.py: [1]…[n], context only      -> event "prompt"
-    # 4. ask and show         llama-server streams the answer, then sources and checks ("piece" … "done")
-    terminal.answer(events, args)
-
-
-def users_first(args):
-    """--add-user (prints the key once, as the last line), else args.reader/args.auth; True when done."""
-    try:
-        if args.add_user:
-            if not args.users:
-                raise users.UsersError("--add-user braucht --users FILE (die Benutzerdatei)")
-            key = users.add_user(args.users, args.add_user, [g.strip() for g in args.groups.split(",") if g.strip()])
-            print(f"Benutzer {args.add_user} in {args.users} angelegt. Schlüssel (wird nur jetzt gezeigt):\n{key}")
-            return True
-        users.resolve(args)
-    except users.UsersError as exc:
-        terminal.fail(str(exc))
-    return False
-
-
-def serve(args):
-    """The long-running doors: the same core, their own formats (rag/doors/web.py, rag/doors/mcp_server.py)."""
-    from rag.doors import mcp_server
-    from rag.doors import web
-    settings = flags.settings_from(args)
-    try:
-        if args.serve:
-            return web.serve(settings, args.host, args.port, args.serve_key, args.serve_slots, args.serve_queue,
-                             args.auth)
-        return mcp_server.serve(settings)
-    except core.CoreError as exc:
-        terminal.fail(str(exc))
+    run = core.Run(question, flags.settings_from(args))
+    terminal.answer(itertools.chain(
+        run.embed(),   # 1. embed the question with the index's model    rag/models/embed_query.py
+        run.rank(),    # 2. rank: full text + cosine, fused, the floor    rag/search/ranking.py
+        run.prompt(),  # 3. prompt: the sources as data, [1]…[n]         rag/answer/prompt.py
+        run.ask(),     # 4. ask: a how-to's section verbatim, judged; else llama-server writes
+        run.check(),   #    then the answer's checks and the audit line  rag/check/, rag/audit/
+    ), args)           # 5. show: the answer as it streams, its sources and checks
 
 
 if __name__ == "__main__":

@@ -6,9 +6,9 @@
     python3 build_index.py --forget a.md   # a deleted page out of the index, its files and the audit log, with proof
 
 Steps, in the order of the post, each one call into rag/ingest/:
-  1. read     wiki/**/*.md and *.txt, PDF (scans by OCR), HTML, Office files, images and e-mails as Markdown
-              (rag/ingest/formats/), front matter stripped, hidden text dropped with a warning; only pages
-              whose bytes changed (pages.py)
+  1. read     wiki/**/*.md, *.txt and *.rst (Sphinx, rag/ingest/rst/), PDF (scans by OCR), HTML, Office
+              files, images and e-mails as Markdown (rag/ingest/formats/), front matter stripped, hidden
+              text dropped with a warning; only pages whose bytes changed (pages.py)
   2. chunk    at paragraph boundaries up to MAX_CHARS, each chunk under its heading path (chunking.py)
   3. embed    many chunks per call: a llama-server --embeddings started for the run (--embed-via spawn),
               llama-embedding processes as in the post (binary) or a running OpenAI-compatible endpoint
@@ -32,8 +32,10 @@ from pathlib import Path
 
 from rag import config
 from rag import store
-from rag.doors import flags, forget, users
-from rag.ingest import chunking, embed_chunks, formats, indexing, pages, questions, report, watch
+from rag.doors import flags
+from rag.ingest import (chunking, embed_chunks, forget, formats, indexing, pages, questions, report,
+                        watch)
+from rag.store import users
 
 
 # -- the run: read → chunk → embed → store ---------------------------------------------------------
@@ -46,8 +48,8 @@ def build(args):
     wiki = Path(args.wiki)
     found = pages.find_pages(wiki)
     if not found:
-        raise SystemExit(f"Fehler: keine .md- oder .txt-Seiten (auch kein PDF, HTML, Office-Dokument, Bild oder "
-                         f"E-Mail) in {wiki} – Markdown-Dateien dort ablegen.")
+        raise SystemExit(f"Fehler: keine .md- oder .txt-Seiten (auch kein .rst, PDF, HTML, "
+                         f"Office-Dokument, Bild oder E-Mail) in {wiki} – Markdown-Dateien dort ablegen.")
     index = indexing.open_index(args)  # a writer: a second build_index.py waits for this one
     stats = dict(added=0, changed=0, removed=0, unchanged=0, embedded=0, reused=0)
     present = set()  # the paths that are still pages, filled while reading
@@ -103,7 +105,8 @@ def parse_flags():
     """The flags, with their environment variables as defaults (--db, --model … from rag/doors/flags.py)."""
     batch, max_chars, interval = embed_chunks.BATCH, chunking.MAX_CHARS, watch.WATCH_INTERVAL
     parser = argparse.ArgumentParser(
-        description="Baut den Suchindex (knowledge.db) aus den Seiten des Wikis (Markdown, Text, PDF, HTML, .docx).",
+        description="Baut den Suchindex (knowledge.db) aus den Seiten des Wikis (Markdown, Text, reST, PDF, "
+                    "HTML, .docx).",
         epilog="Umgebungsvariablen: RAG_WIKI, RAG_DB, LLAMA_EMBEDDING, RAG_EMBED_MODEL, RAG_EMBED_BATCH, "
                "RAG_EMBED_THREADS, RAG_EMBED_TIMEOUT, RAG_EMBED_VIA, RAG_EMBED_URL, RAG_EMBED_MODEL_NAME, "
                "RAG_API_KEY, RAG_PDFTOTEXT, RAG_AUDIT und RAG_FORGET_LOG (für --forget), RAG_PII_KINDS und RAG_PII_KEEP (für die Meldung personenbezogener Daten), "
@@ -134,7 +137,7 @@ def parse_flags():
     parser.add_argument("--ann", action="store_true",
                         help=f"PostgreSQL: HNSW-Index für die Vektorsuche jetzt anlegen (sonst ab "
                              f"{store.ANN_MIN_CHUNKS:,} Chunks von selbst)".replace(",", "."))
-    forget.add_flags(parser)  # --forget PATH, --vacuum, --audit, --forget-log (rag/doors/forget.py)
+    forget.add_flags(parser)  # --forget PATH, --vacuum, --audit, --forget-log (rag/ingest/)
     parser.add_argument("--users", default=config.env_str("RAG_USERS", ""), metavar="FILE",
                         help="Benutzerdatei: warnt vor Rechte-Regeln mit Gruppen, die kein Benutzer hat (RAG_USERS)")
     parser.add_argument("--questions", nargs="?", metavar="URL",

@@ -27,7 +27,8 @@ from rag.doors import flags
 from rag.search import expand
 from rag.search import ranking as search
 
-from eval.measure import answerable, answers, factcheck, followups, injections, judge, pii, retrieval, sections
+from eval.measure import answerable, answers, factcheck, finalists, followups, injections, judge, pii, retrieval
+from eval.measure import sections
 from eval.measure.answers import ANSWER_OUT, ANSWER_QUESTIONS
 from eval.measure.followups import FOLLOWUPS
 from eval.measure.injections import INJECTION_OUT, INJECTIONS
@@ -70,14 +71,18 @@ def add_check_flags(parser):
                              "\"off\": [Arten, die für diesen Text abgeschaltet sind]}; Standard-Datei eval/pii.jsonl, "
                              "kein Index nötig")
     parser.add_argument("--factcheck", nargs="?", const="eval/factcheck.jsonl", metavar="DATEI",
-                        help="statt der Suche den Faktencheck messen (rag/answer/factcheck.py): Anteil erkannter falscher "
-                             "und fälschlich markierter richtiger Antworten; Standard-Datei eval/factcheck.jsonl, "
-                             "kein Index nötig")
+                        help="statt der Suche den Faktencheck messen (rag/check/factcheck.py): "
+                             "Anteil erkannter falscher und fälschlich markierter richtiger "
+                             "Antworten; Standard-Datei eval/factcheck.jsonl, kein Index nötig")
     parser.add_argument("--sections", action="store_true",
                         help="statt der Suche messen, welchen Abschnitt eine How-to-Antwort wörtlich zeigt "
                              "(rag/answer/choose.py gegen bisher): je How-to-Zeile eines Antwort-Satzes richtig, unter "
                              "den Quellen überhaupt, mit „Siehe auch“; mehrere Sätze: --questions a,b --db a.db,b.db; "
                              "mit --tune die Gewichte per Raster über alle Sätze wählen; kein Antwortmodell nötig")
+    parser.add_argument("--finalists", action="store_true",
+                        help="die zweite Stufe messen (rag/search/finalists.py): je How-to- und Faktenzeile, ob "
+                             "der richtige Abschnitt unter den 4 Quellen ist, vorher und nachher, Decke unter 10/20, "
+                             "je Satz mit Gewichten, die ohne diesen Satz gefittet sind; --questions a,b --db a.db,b.db")
     parser.add_argument("--judge", action="store_true",
                         help="messen, wie das Antwortmodell die Finalisten einer How-to-Antwort beurteilt "
                              "(rag/answer/judge.py): richtig gedruckt, fälschlich und richtig abgelehnt, Tokens, je "
@@ -159,6 +164,8 @@ def main():
         return pii.run_pii(args)
     if args.sections:
         return sections.run_sections(args)
+    if args.finalists:
+        return finalists.run_finalists(args)
     if args.judge:
         return judge.run_judge(args)
     modes = retrieval.parse_modes(args.modes, "hybrid" if args.expand or args.followups else "hybrid,vector,lexical")

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
-"""Which statements of recorded answers the support check calls "gestützt": by question type, answered right or
-wrong, with and without the question's nouns (rag/answer/support.py SUBJECT_SHARE); and which fact answers the
-grounding check withdraws, as recorded and with today's code (support.grounding, support.gap). No model: the
-answers come from `evaluate.py --answers --out FILE`, the sources from the same index searched again.
+"""Which statements of recorded answers the support check calls "gestützt": by question type,
+answered right or wrong, with and without the question's nouns (rag/check/support.py
+SUBJECT_SHARE); and which fact answers the grounding check withdraws, as recorded and with
+today's code (grounding.grounding, grounding.gap). No model: the answers come from `evaluate.py
+--answers --out FILE`, the sources from the same index searched again.
 
     python3 bench/support_verdicts.py --answers wiki.jsonl --db wiki.db --answers iob.jsonl --db iob.db
 
@@ -19,8 +20,9 @@ import json
 import common  # noqa: F401  (puts the repository on sys.path)
 
 from rag import core
-from rag.answer import support
-from rag.core import GROUNDED
+from rag.check import support
+from rag.check import grounding
+from rag.check.grounding import GROUNDED
 from rag.answer.prompt import NO_INFO
 
 
@@ -39,11 +41,11 @@ def counts(answers_path, db):
             right = row["kind"] != "out" and bool(row.get("fact"))
             key = f"{row['kind']}, {'right' if right else 'wrong'}"
             if recorded:
-                now = support.grounding(row["question"], text, retrieval.sources, retrieval.vocab)
+                now = grounding.grounding(row["question"], text, retrieval.sources, retrieval.vocab)
                 total = withdrawn.setdefault(key, [0, 0, 0])
                 total[0] += 1
                 total[1] += bool(recorded.get("refused"))
-                total[2] += bool(now and support.gap(now, GROUNDED))
+                total[2] += bool(now and grounding.gap(now, GROUNDED))
             if recorded.get("refused"):
                 continue  # the reader saw no statements
             plain = support.check(text, retrieval.sources, retrieval.vocab)["statements"]

@@ -16,15 +16,19 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from rag import core
 from rag.answer import context
 from rag.answer import guard  # noqa: E402
+from rag.answer import prompt  # noqa: E402
 
 
 def differs(item, settings):
     kind = context.kind(item["question"])
-    retrieval, question, *_ = core.retrieve(item["question"], settings, {}, kind)
+    done = core.found(item["question"], settings)
+    retrieval, question = done.retrieval, done.question
     if retrieval.weak or not retrieval.sources:  # refused before any prompt
         return False
-    off = core.prompt_for(question, retrieval, settings, kind, chat=True)[1]
-    on = core.prompt_for(question, guard.Shield(retrieval.sources, True).guarded(retrieval), settings, kind, chat=True)[1]
+    guarded = guard.Shield(retrieval.sources, True).guarded(retrieval)
+    reads = (kind, settings.whole_chunks, settings.fact_sources)
+    off = prompt.for_question(question, retrieval, True, *reads)[1]
+    on = prompt.for_question(question, guarded, True, *reads)[1]
     return on != off
 
 

@@ -1,153 +1,51 @@
-"""The question pipeline, once for every front door, as numbered steps that ask() calls in order:
-
-    1. embed    the question and its expansions (embed)          5. stream  the answer, screened by the guard (stream)
-    2. rank     search, fuse, the floor (rank)                    6. check   citations, support, facts, guard (check)
-    3. protect  mask personal data (protect)                      7. audit   one JSON line per answer (write_audit)
-    4. prompt   what the model sees, instructions defused (prompt_for, guard.Shield)
+"""The question pipeline, once for every front door: the post's steps in order (Run), as events.
 
     for event in ask("Wie lege ich eine Mailbox an?", Settings(db="knowledge.db")):
         if event.kind == "piece":
             print(event.data, end="")
 
-Events, in this order (a door turns each into its own format and adds nothing else):
-    searched  a follow-up's search, the expansions (rag/search/expand.py Searched; only with a history or --expand)
-    sources   the Retrieval (masked sources, the floor's verdict, how the scan ran)
-    asking    what the model is asked first, so a door can say what the wait is for: "check" (do the sources
-              answer it?), "section" (does the section to be printed answer it? rag/answer/judge.py) or "answer";
-              only when the model is asked (not for a how-to's verbatim steps without check)
-    prompt    the prompt text sent to the model (only when the model is asked)
-    piece     a piece of the answer as it streams (leading/trailing whitespace trimmed)
-    checks    {"citations", "unsupported", "guard", "answered_by", …}: which [n] are valid, which numbers no
-              source has, what rag/answer/guard.py removed from the prompt and flagged or withheld in the answer,
-              whether the model wrote the answer or it is a section verbatim ("source"), and "see_also": up to
-              two uncited sources of other sections (rag/answer/see_also.py; after a refusal the best two)
-    done      the Answer: everything above, plus timings, as the audit log stores it
+The stages (`ask_rag.py --explain` prints what each decided), and the events a door gets:
+    1. found    embed the question, rank, the floor (embed, rank)
+                -> searched (a follow-up's search), sources (the Retrieval)
+    2. widened  a how-to source as its whole section, its steps below (rank; rag/search/)
+       protect  personal data masked in the question and the sources (protect)
+    3. chosen   the section a how-to answer shows (rag/answer/choose.py)  -> chosen (the Choice)
+    4. judged   do the sources, or the chosen section, answer it? (stream)
+                -> asking: "check", "section" or "answer" (what the wait is for)
+    5. asked    the section verbatim, or the model writes (stream)  -> prompt, piece (trimmed)
+    6. checked  the answer's checks in their order (check; rag/check/)  -> checks
+    then why the answer is what it is (rag/check/why.py) and one audit line (write_audit)
+                -> done (the Answer)
+A door turns each event into its own format and adds nothing else.
 
 The core never prints, never reads sys.argv and knows nothing of terminals or HTTP. Expected
 failures raise CoreError with one German line that names the fix; the door shows it.
 
 Does not handle: several indexes at once. (Follow-ups and query expansion: rag/search/expand.py.)
 """
-import dataclasses
+import itertools
 import time
 
-from rag import config
-from rag.answer import audit
+from rag.audit import log as audit
 from rag.answer import choose
 from rag.answer import context
 from rag.answer import guard
+from rag.check import guard as answer_guard
+from rag.check import why
+from rag.records import FACT_SOURCES, TOP_K, Answer, CoreError, Event, Settings  # noqa: F401
 from rag.answer import prompt as answer
-from rag.answer import see_also
-from rag.answer import subsections
+from rag.check import see_also
 from rag.models import embed_binary as embedder
 from rag.models import embed_query
 from rag.privacy import mask as privacy
 from rag.search import expand
 from rag.search import ranking as search
 from rag.search import solutions
+from rag.search import subsections
 from rag import store
 from rag.text import german
 
-TOP_K = 4  # chunks in the prompt (as in the post)
-GROUNDED = 0.3  # a fact answer is withdrawn when the passages holding its facts name less of the question's
-#                 words than this (rag/answer/support.py grounding; wiki/: out-of-wiki answers ≤ 0.25, right ones ≥ 0.33)
-FACT_SOURCES = 2  # sources a fact answer's model reads: 4 -> 2 read ~40 % fewer tokens, facts held (docs/messwerte.md)
-MAX_TOKENS = {"fact": 160, "howto": 400}  # answer length limit by question type; one sentence needs 20–50 tokens,
-#             8 steps with their commands up to ~350
-
-
-class CoreError(Exception):
-    """An expected failure: one German line that names the fix."""
-
-
-@dataclasses.dataclass
-class Settings:
-    """Everything a door decides for a question; each door builds it from its own flags or request."""
-    db: str = "knowledge.db"
-    model: str = dataclasses.field(default_factory=config.default_model)  # GGUF of the question embedder
-    embedding_bin: str = dataclasses.field(default_factory=config.default_embedding_bin)
-    embed_via: str = "binary"  # binary: llama-embedding; server: an OpenAI-compatible /v1/embeddings
-    embed_url: str = None  # for embed_via="server" (default: server)
-    embed_model_name: str = None
-    api_key: str = None  # sent to the model servers as a Bearer token
-    server: str = config.DEFAULT_SERVER_URL  # llama-server (or any OpenAI-compatible server) for the answer
-    llm_model_name: str = None
-    prompt_format: str = "auto"  # auto | chat | completion
-    max_tokens: int = None  # None: MAX_TOKENS of the question type
-    answer_threshold: float = None  # refuse when the model's P("ja, die Quellen beantworten es") is below this;
-    #                                None: measured for the answer model (rag/answer/answerable.py), if any; 0 = no check
-    top_k: int = TOP_K
-    fact_sources: int = FACT_SOURCES
-    mode: str = "hybrid"
-    max_per_file: int = search.MAX_PER_FILE
-    reject_cosine: float = None  # None: stored in the index, else measured per model (rag/search/ranking.py)
-    floor_cosine: float = None
-    vector_weight: float = None
-    no_floor: bool = False  # always ask the model
-    retrieve_only: bool = False
-    pii: str = "mask"  # rag/privacy/mask.py: mask | flag | off
-    pii_kinds: frozenset = None  # the kinds masked (privacy.parse_kinds); None: all
-    pii_keep: tuple = ()  # values and patterns left readable (privacy.parse_keep)
-    audit: str = None  # audit log path; None = next to the index; "" = no audit
-    under: str = None  # only pages below this folder, e.g. "mail/"
-    ann: bool = False  # PostgreSQL: HNSW preselection, rescored exactly; False: the store decides by size
-    whole_chunks: bool = False  # the model sees every source whole (as in the post), not the parts that fit
-    steps: str = "source"  # how-to answers: "source" = the section that answers it, verbatim (rag/answer/prompt.py
-    #                        steps_answer), "model" = the answer model writes the steps
-    guard: str = "on"  # rag/answer/guard.py: on | off (off: only to measure what the guard does)
-    expand: str = None  # rag/search/expand.py METHODS: also search what the answer model makes of the question; None: off
-    rewrite: bool = False  # rag/search/expand.py: the model rewrites a follow-up that leans on the history (--chat)
-    reader: object = None  # who asks: rag/store/access.py Reader(name, groups); None = one who reads everything
-    audit_secret: str = None  # the key of the asker's pseudonym in the audit log (RAG_AUDIT_SECRET); None: no name
-    audit_days: int = None  # audit lines older than this many days are dropped; None: kept
-    audit_no_text: bool = False  # the audit log keeps hashes and checks, no text of question or answer
-
-
-@dataclasses.dataclass
-class Answer:
-    question: str  # as the model saw it (masked)
-    retrieval: search.Retrieval
-    text: str = None  # None: retrieve only
-    llm_called: bool = False
-    model: str = None
-    prompt: str = None
-    kind: str = None  # "howto" or "fact" (rag/answer/context.py)
-    answered_by: str = None  # "model", "source": a how-to's steps verbatim (steps="source"), "line": rag/answer/echo.py
-    answerable: dict = None  # {"p_yes", "threshold", "refused"} of the check before the answer
-    grounding: dict = None  # a fact answer's {"facts", "coverage", "needed", "refused"} (rag/answer/support.py grounding);
-    #                        when refused also "answer", the model's answer that was withdrawn
-    citations: dict = None
-    evidence: list = None  # [{"n", "text"}]: verbatim source units that support the answer (rag/answer/support.py)
-    support: list = None  # per statement: {"text", "cited", "supported_by", "verdict"}
-    unsupported: list = None  # numbers, dates, §, commands no cited source has (rag/answer/factcheck.py)
-    guard: dict = None  # what rag/answer/guard.py removed from the prompt, flagged and withheld in the answer
-    timings: dict = dataclasses.field(default_factory=dict)  # seconds per step, llama-server's timings, and what the
-    #   model read before the first token: "read" [{"call": "search"|"choose"|"check"|"answer", "prompt_n", "cached"}],
-    #   "read_before_first_token" their prompt_n summed (None: a server without timings)
-    searched: expand.Searched = None  # the rewritten follow-up, the expansions (None: the question as asked)
-    see_also: list = dataclasses.field(default_factory=list)  # [{"n", "path", "heading"}]: up to two sources of
-    #   other sections the answer did not cite, best first (rag/answer/see_also.py); a refusal's: the best two
-
-    def as_json(self):
-        """The answer as `ask_rag.py --json` prints it (and the API and MCP return it)."""
-        r = self.retrieval
-        return {"question": self.question, "answer": self.text, "llm_called": self.llm_called,
-                "weak_evidence": r.weak, "mode": r.mode, "strategy": r.strategy, "query_text": r.query_text,
-                "coverage": round(r.coverage, 3),
-                "best_cosine": None if r.best_cosine is None else round(r.best_cosine, 6),
-                "scan": r.scan, "scan_processes": r.scan_processes, "scan_candidates": r.scan_candidates,
-                "under": r.under,
-                "kind": self.kind, "answered_by": self.answered_by, "answerable": self.answerable,
-                "grounding": self.grounding,
-                "citations": self.citations, "evidence": self.evidence, "support": self.support,
-                "unsupported": self.unsupported, "guard": self.guard, "sources": [s.as_json() for s in r.sources],
-                "timings": self.timings, "see_also": self.see_also, **expand.json_field(self.searched)}
-
-
-@dataclasses.dataclass
-class Event:
-    kind: str  # searched | sources | asking | prompt | piece | checks | done
-    data: object
+MAX_TOKENS = {"fact": 160, "howto": 400}  # by question type: a sentence 20–50 tokens, 8 steps ~350
 
 
 # -- open the index --------------------------------------------------------------------------------
@@ -169,7 +67,7 @@ def open_index(settings):
     return conn, meta, mode
 
 
-# -- 1. embed --------------------------------------------------------------------------------------
+# -- 1. found: the question embedded ---------------------------------------------------------------
 def embed(texts, settings, meta, mode, timings):
     """The vectors of the question and its expansions (one call), from the same model as the index
     (else CoreError naming the rebuild); [None, …] in lexical mode."""
@@ -187,7 +85,22 @@ def embed(texts, settings, meta, mode, timings):
     return qvecs
 
 
-# -- 2. rank ---------------------------------------------------------------------------------------
+def embedded(question, settings, timings, searched=None):
+    """The open index and the question's vectors: (store, meta, mode, texts, vectors); the texts are
+    the question, then its expansions. On an error the index is closed again."""
+    conn, meta, mode = open_index(settings)
+    try:
+        under = search.folder(settings.under)
+        if under and not search.folder_ids(conn, under):
+            raise CoreError(f"unter {under} liegt keine Seite im Index – Ordner wie im Wiki angeben, z. B. --under mail/")
+        texts = expand.texts(question, searched)  # the question, then its expansions
+        return conn, meta, mode, texts, embed(texts, settings, meta, mode, timings)
+    except BaseException:
+        conn.close()
+        raise
+
+
+# -- 1. found, 2. widened: rank --------------------------------------------------------------------
 def rank(conn, texts, qvecs, searched, settings, meta, mode, question_kind, timings):
     """The Retrieval of the question and what `searched` adds (rag/search/expand.py), the rankings fused."""
     started = time.monotonic()
@@ -209,7 +122,7 @@ def rank(conn, texts, qvecs, searched, settings, meta, mode, question_kind, timi
     return result
 
 
-# -- 3. protect ------------------------------------------------------------------------------------
+# -- protect: personal data masked -----------------------------------------------------------------
 def protect(question, result, settings, conn):
     """(masked question, masker, raw sources): personal data in the question and the sources masked
     (rag/privacy/mask.py protect, on copies); the raw sources stay for the audit log's hashes."""
@@ -222,160 +135,195 @@ def protect(question, result, settings, conn):
     return question, masker, raw_sources
 
 
-def retrieve(question, settings, timings, question_kind="fact", searched=None):
-    """Steps 1 to 3 on the open index: (Retrieval with masked sources, masked question, masker, raw sources, meta)."""
-    conn, meta, mode = open_index(settings)
-    try:
-        under = search.folder(settings.under)
-        if under and not search.folder_ids(conn, under):
-            raise CoreError(f"unter {under} liegt keine Seite im Index – Ordner wie im Wiki angeben, z. B. --under mail/")
-        texts = expand.texts(question, searched)  # the question, then its expansions
-        qvecs = embed(texts, settings, meta, mode, timings)
-        result = rank(conn, texts, qvecs, searched, settings, meta, mode, question_kind, timings)
-        question, masker, raw_sources = protect(question, result, settings, conn)
-    finally:
-        conn.close()
-    return result, question, masker, raw_sources, meta
-
-
-# -- 4. prompt -------------------------------------------------------------------------------------
-def prompt_for(question, retrieval, settings, question_kind, chat):
-    """(the prefix the answerability check shares, the whole prompt, the procedure's source number or None);
-    the one prompt builder is rag/answer/prompt.py build_prompt()."""
-    texts, procedure = context.select(question, retrieval.sources, retrieval.terms, retrieval.weights, retrieval.vocab,
-                                      question_kind, settings.whole_chunks, settings.fact_sources)  # fact: None
-    prefix = answer.context_part(question, retrieval.sources, chat, texts)  # for the sources the model does not read
-    return prefix, answer.build_prompt(question, retrieval.sources, chat, texts, question_kind, procedure), procedure
-
-
-# -- 5. stream -------------------------------------------------------------------------------------
-def stream(question, retrieval, settings, result, shield):
-    """Select the context, check that it answers the question, then ask for the answer; yields the
-    prompt and answer events and fills `result` (an Answer)."""
-    from rag.answer import answerable, judge
+# -- 3. what the model sees ---------------------------------------------------------------------
+def prepare(question, retrieval, settings, result, screen):
+    """What the model sees, as the answer server reads it (chat template or plain); sets
+    result.model and result.prompt. Returns (server info, chat?, the prompt copies of the
+    sources, the prefix the answerability check shares, the procedure's source number or None)."""
     from rag.models import llm  # imported here: --retrieve-only needs no HTTP library
     try:
         info = llm.server_info(settings.server, settings.api_key, settings.llm_model_name)
-        chat = info["chat_template"] if settings.prompt_format == "auto" else settings.prompt_format == "chat"
-        result.model = info.get("model")
-        guarded = shield.guarded(retrieval)  # prompt copies: no live instruction
-        prefix, result.prompt, procedure = prompt_for(question, guarded, settings, result.kind, chat)
+    except llm.LLMError as exc:
+        raise CoreError(str(exc))
+    chat = info["chat_template"] if settings.prompt_format == "auto" else settings.prompt_format == "chat"
+    result.model = info.get("model")
+    guarded = screen.shield.guarded(retrieval)  # prompt copies: no live instruction
+    prefix, result.prompt, procedure = answer.for_question(
+        question, guarded, chat, result.kind, settings.whole_chunks, settings.fact_sources,
+        result.choice)
+    return info, chat, guarded, prefix, procedure
+
+
+# -- 4. judged, 5. asked ---------------------------------------------------------------------------
+def stream(question, prepared, settings, result, screen):
+    """Check that the sources answer the question, then show the chosen section verbatim
+    (result.choice, a how-to question's) or ask the model for the answer; yields the asking, prompt
+    and answer events."""
+    from rag.answer import answerable, judge
+    from rag.models import llm
+    info, chat, guarded, prefix, procedure = prepared
+    choice = result.choice
+    try:
         limit = answerable.threshold(result.model) if settings.answer_threshold is None else settings.answer_threshold
         started = time.monotonic()  # first_token_s counts from here: the check is part of the wait
         read = result.timings.setdefault("read", [])  # prompt tokens each call read (llm.read_entry), expansions first
         verbatim = result.kind == "howto" and settings.steps == "source"
         section_limit = answerable.section_threshold(result.model) if limit else None
         if verbatim and chat and section_limit:  # how-to: the model judges the section to be printed, nothing else
-            for kind, data in judge.verbatim(question, guarded, settings, result, shield, section_limit, read, started):
+            for kind, data in judge.verbatim(question, guarded, choice, settings, result, screen,
+                                             section_limit, read, started):
                 yield Event(kind, data)
             return
         if chat and limit:  # no threshold measured for this model (or 0): no check
             yield Event("asking", "check")
-            p = answerable.p_yes(settings.server, prefix, settings.api_key, settings.llm_model_name, read=read)
-            result.timings["check_s"] = round(time.monotonic() - started, 3)
-            refused = p is not None and limit is not None and p < limit
-            result.answerable = {"p_yes": None if p is None else round(p, 4), "threshold": limit, "refused": refused}
-            if refused:
-                result.text, result.timings["read_before_first_token"] = answer.NO_INFO, llm.total_read(read)
+            if answerable.refuses(prefix, settings, result, limit, read, started):
                 return
-        section = choose.best(guarded.sources, guarded.terms, guarded.weights, guarded.vocab) if result.kind == "howto" \
-            and settings.steps == "source" else None  # how-to: the section that answers it (rag/answer/choose.py),
-        #                                                  verbatim; the model only checked that the sources do
+        # how-to: the chooser's first finalist, verbatim; the model only checked the sources
+        section = choice.order[0] if verbatim and choice and choice.order else None
         steps = answer.steps_answer(section + 1, guarded.sources[section].content) if section is not None else None
         if steps:
             result.answered_by, result.prompt = "source", answerable.check_text(prefix) if chat and limit else None
             result.timings["first_token_s"] = round(time.monotonic() - started, 3)
             result.timings["read_before_first_token"] = llm.total_read(read)  # the lines shown need no answer request
-            result.text = "".join(shield.screen([steps]))
+            result.text = "".join(screen.screen([steps]))
             yield Event("piece", result.text)
             return
-        result.answered_by = "model"
         if not (chat and limit):
             yield Event("asking", "answer")
-        yield Event("prompt", result.prompt)
-        pieces, llm_timings = [], {}
-        max_tokens = settings.max_tokens or MAX_TOKENS[result.kind]
-        prefill = answer.prefill(result.kind, procedure) if chat and info.get("prefill") else None
-        for piece in shield.screen(llm.trimmed(llm.until_loop(llm.stream_answer(
-                settings.server, result.prompt, chat, max_tokens, llm_timings, api_key=settings.api_key,
-                model_name=settings.llm_model_name, prefill=prefill, system=answer.SYSTEM)))):
-            if not pieces:
-                result.timings["first_token_s"] = round(time.monotonic() - started, 3)
-            pieces.append(piece)
-            yield Event("piece", piece)
+        yield from model_answer(settings, result, screen, chat, info, procedure, read, started)
     except llm.LLMError as exc:
         raise CoreError(str(exc))
+
+
+def model_answer(settings, result, screen, chat, info, procedure, read, started):
+    """The model writes the answer: its pieces as events, screened by the guard (rag/check/guard.py)
+    as they stream; then the whole text, a loop kept once, and what the model read before its first
+    token."""
+    from rag.models import llm
+    result.answered_by = "model"
+    yield Event("prompt", result.prompt)
+    pieces, llm_timings = [], {}
+    max_tokens = settings.max_tokens or MAX_TOKENS[result.kind]
+    prefill = answer.prefill(result.kind, procedure) if chat and info.get("prefill") else None
+    for piece in screen.screen(llm.trimmed(llm.until_loop(llm.stream_answer(
+            settings.server, result.prompt, chat, max_tokens, llm_timings, api_key=settings.api_key,
+            model_name=settings.llm_model_name, prefill=prefill, system=answer.SYSTEM)))):
+        if not pieces:
+            result.timings["first_token_s"] = round(time.monotonic() - started, 3)
+        pieces.append(piece)
+        yield Event("piece", piece)
     result.timings.update(llm_timings)
     read.append(llm.read_entry("answer", {"timings": llm_timings}))  # without what came from llama-server's cache
     result.timings["read_before_first_token"] = llm.total_read(read)
     result.text = answer.cleaned(llm.without_loop("".join(pieces)))  # a loop kept once; no "…. NO_INFO", no marker
 
 
-# -- the pipeline: 1 to 7 in order ----------------------------------------------------------------
+# -- the pipeline: the post's steps, one call each -------------------------------------------------
+class Run:
+    """One question through the post's steps, one call each; every step yields the events it makes.
+
+        run = Run("Wie lege ich eine Mailbox an?", settings)
+        events = itertools.chain(run.embed(), run.rank(), run.prompt(), run.ask(), run.check())
+
+    history: the conversation so far, [{"role": "user"|"assistant", "content": …}], oldest first; a
+    follow-up that leans on it is searched with the question before it, with settings.rewrite also
+    rewritten by the model into a standalone question first (rag/search/expand.py)."""
+
+    def __init__(self, question, settings, history=()):
+        self.asked, self.settings, self.history = (question or "").strip(), settings, history
+        self.result = self.prepared = None
+
+    def embed(self):
+        """1. The question (and its expansions) as vectors of the index's model; no event."""
+        if not self.asked:
+            raise CoreError('keine Frage angegeben – so fragen: python3 ask_rag.py "Wie lege ich eine Mailbox an?"')
+        # without a history and --expand: the question as asked
+        self.searched = expand.prepare_for(self.asked, self.history, self.settings)
+        self.timings, self.kind = self.searched.timings, context.kind(self.searched.question)
+        self.index = embedded(self.searched.question, self.settings, self.timings, self.searched)
+        yield from ()
+
+    def rank(self):
+        """2. Rank, widen, the floor; personal data masked; the one chooser. Events: searched,
+        sources, chosen."""
+        conn, self.meta, mode, texts, qvecs = self.index
+        try:
+            found = rank(conn, texts, qvecs, self.searched, self.settings, self.meta, mode,
+                         self.kind, self.timings)
+            asked = self.searched.question
+            question, self.masker, self.raw_sources = protect(asked, found, self.settings, conn)
+        finally:
+            conn.close()
+        r = self.result = Answer(question, found, kind=self.kind, timings=self.timings,
+                                 searched=expand.shown(self.searched, self.masker))
+        if r.searched:
+            yield Event("searched", r.searched)
+        yield Event("sources", found)
+        # the prompt copies of the sources: no live instruction; the answer is read against them
+        shield = guard.Shield(found.sources, self.settings.guard != "off")
+        self.screen = answer_guard.Screen(shield)  # rag/check/guard.py
+        if self.kind == "howto" and found.sources:  # the one chooser, on the prompt copies
+            r.choice = choose.choose(*choose.inputs(shield.guarded(found)))
+            yield Event("chosen", r.choice)
+
+    def prompt(self):
+        """3. What the model sees, when it is asked: not with --retrieve-only, not below the floor.
+        No event: the prompt goes out with step 4."""
+        found = self.result.retrieval
+        if not (self.settings.retrieve_only or found.weak or not found.sources):
+            self.question = expand.with_previous(self.result.question, self.result.searched)
+            self.prepared = prepare(self.question, found, self.settings, self.result, self.screen)
+        yield from ()
+
+    def ask(self):
+        """4. The section verbatim or the model's answer as it streams (asking, prompt, piece); else
+        the refusal, without the model."""
+        r = self.result
+        if self.prepared:
+            r.llm_called = True
+            yield from stream(self.question, self.prepared, self.settings, r, self.screen)
+        elif not self.settings.retrieve_only:
+            r.text, r.see_also = answer.NO_INFO, see_also.pick(r.retrieval.sources)
+
+    def check(self):
+        """Then the checks of the answer (rag/check/), why it is what it is, one audit line. Events:
+        checks, done (the Answer)."""
+        r = self.result
+        if r.llm_called:
+            yield Event("checks", check(r, r.retrieval, r.question, self.masker, self.screen))
+        if not self.settings.retrieve_only:
+            r.text = self.masker.mask(r.text)  # a value the model wrote itself stays out of the log
+            r.why = why.why(r)  # one line every door shows (rag/check/why.py)
+        write_audit(self.settings, r, self.raw_sources, self.meta)
+        yield Event("done", r)
+
+
+def found(question, settings):
+    """Steps 1 and 2 alone, for the evaluations: the Answer with its Retrieval and masked question;
+    no model is asked."""
+    run = Run(question, settings)
+    for _ in itertools.chain(run.embed(), run.rank()):
+        pass
+    return run.result
+
+
 def ask(question, settings, history=()):
-    """Yield the events of one question (see the module docstring); the last one is "done".
-
-    history: the conversation so far, [{"role": "user"|"assistant", "content": …}], oldest first;
-    a follow-up that leans on it is searched together with the question before it, and with
-    settings.rewrite also rewritten by the model into a standalone question (rag/search/expand.py).
-    """
-    question = (question or "").strip()
-    if not question:
-        raise CoreError('keine Frage angegeben – so fragen: python3 ask_rag.py "Wie lege ich eine Mailbox an?"')
-    searched = expand.prepare_for(question, history, settings)  # the question as asked: no history, no --expand
-    timings, question_kind = searched.timings, context.kind(searched.question)
-    retrieval, question, masker, raw_sources, meta = retrieve(searched.question, settings, timings, question_kind,
-                                                              searched)
-    result = Answer(question, retrieval, kind=question_kind, timings=timings, searched=expand.shown(searched, masker))
-    if result.searched:
-        yield Event("searched", result.searched)
-    yield Event("sources", retrieval)
-    if not settings.retrieve_only:
-        if retrieval.weak or not retrieval.sources:
-            result.text, result.see_also = answer.NO_INFO, see_also.pick(retrieval.sources)
-        else:
-            result.llm_called = True
-            shield = guard.Shield(retrieval.sources, settings.guard != "off")  # prompt copies: no live instruction
-            yield from stream(expand.with_previous(question, result.searched), retrieval, settings, result, shield)
-            yield Event("checks", check(result, retrieval, question, masker, shield))
-        result.text = masker.mask(result.text)  # a value the model wrote itself stays out of the log
-    write_audit(settings, result, raw_sources, meta)
-    yield Event("done", result)
+    """Yield the events of one question, the post's steps in order (Run); the last one is "done"."""
+    run = Run(question, settings, history)
+    for step in (run.embed, run.rank, run.prompt, run.ask, run.check):
+        yield from step()
 
 
-# -- 6. check --------------------------------------------------------------------------------------
-def check(result, retrieval, question, masker, shield):
-    """The checks of an answer, in this order: a fact answer's grounding (withdrawn when its facts stand only in
-    passages about something else, rag/answer/support.py grounding; replaced when it only repeats the question,
-    rag/answer/echo.py), evidence and supported citations (rag/answer/support.py; a model's [n] that does not
-    support its statement is replaced by the one that does), valid citation numbers, the fact check
-    (rag/answer/factcheck.py), the injection guard (rag/answer/guard.py). Fills `result`; returns them as one dict."""
-    from rag.answer import echo, factcheck, support  # only after an answer: --retrieve-only does not load them
-    if result.answered_by == "model" and result.kind == "fact":  # a number said of something else: withdrawn
-        result.grounding = support.grounding(question, masker.mask(result.text), retrieval.sources, retrieval.vocab)
-        if result.grounding is not None:  # measured on the answer as masked as the sources
-            result.grounding.update(needed=GROUNDED, why=support.gap(result.grounding, GROUNDED))
-            if result.grounding.setdefault("refused", bool(result.grounding["why"])):
-                result.grounding["answer"], result.text = masker.mask(result.text), answer.NO_INFO
-    if result.answered_by == "model" and result.kind == "fact" and echo.says_nothing(question, result.text):
-        result.grounding, result.text, result.answered_by = echo.replace(  # it only repeats the question
-            question, masker.mask(result.text), retrieval.sources, retrieval.vocab)
-    by_model = result.answered_by == "model"  # the model's [n] are checked and corrected, a verbatim section's not
-    found = support.check(result.text, retrieval.sources, retrieval.vocab, correct=by_model, question=question)
-    if by_model:
-        result.text = found["answer"]  # each statement cites the source that supports it (rag/answer/support.py rewrite)
-    cited = result.text.split("\n", 1)[0] if not by_model else result.text  # verbatim steps: a "[3]" inside
-    result.citations = answer.check_citations(cited, len(retrieval.sources))  # wiki text is no citation
-    result.evidence = found["evidence"]  # from the sources, which are masked already
-    result.support = [{**s, "text": masker.mask(s["text"])} for s in found["statements"]]  # the model's words
-    result.unsupported = [masker.mask(claim) for claim in factcheck.unsupported_in(
-        result.text, retrieval.sources, result.citations["valid"], question)]
-    result.text, result.guard = shield.check(result.text, mask=masker.mask)
-    result.evidence = [e for e in result.evidence if not shield.removed(e["text"])]  # never an injection as evidence
-    result.see_also = see_also.pick(retrieval.sources, result.citations["valid"])  # a refusal cites none: the best
-    return {"evidence": result.evidence, "support": result.support, "citations": result.citations,
-            "unsupported": result.unsupported, "guard": result.guard, "answered_by": result.answered_by,
-            "grounding": result.grounding, "see_also": result.see_also}
+# -- 6. checked ------------------------------------------------------------------------------------
+def check(result, retrieval, question, masker, screen):
+    """The checks of the answer in their order (rag/check/pipeline.py CHECKS), each one record;
+    fills `result` and returns the "checks" event's data."""
+    from rag.check import pipeline  # only after an answer: --retrieve-only does not load the checks
+    case = pipeline.Case(question, result.text, result.kind, result.answered_by, retrieval.sources,
+                         retrieval.vocab, masker, screen)
+    records = pipeline.run(case)
+    result.replaced = pipeline.replaced(records)
+    return pipeline.fill(result, case)
 
 
 def run(question, settings, history=()):
@@ -385,9 +333,9 @@ def run(question, settings, history=()):
             return event.data
 
 
-# -- 7. audit --------------------------------------------------------------------------------------
+# -- audit: one line per answer --------------------------------------------------------------------
 def write_audit(settings, result, raw_sources, meta):
-    """One JSON line per answer (rag/answer/audit.py); nothing for --retrieve-only or with audit=""."""
+    """One JSON line per answer (rag/audit/log.py); nothing for --retrieve-only or with audit=""."""
     if result.text is None or settings.audit == "":
         return
     path = settings.audit or audit.default_path(settings.db)

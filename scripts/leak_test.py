@@ -32,7 +32,7 @@ import requests
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from rag.doors import users  # noqa: E402
+from rag.store import users  # noqa: E402
 
 FOLDER = "leak-test-geheim"
 OWN = {"leak-mit": [FOLDER], "leak-ohne": ["leak-b"], "leak-andere": ["leak-c"]}  # right, later right, never

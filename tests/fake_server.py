@@ -36,6 +36,8 @@ import math
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+from timeouts import RUN
+
 FALLBACK_TEMPLATE = ("{%- for message in messages -%}\n  {{- '<|im_start|>' + message.role + '\n' + message.content"
                      " + '<|im_end|>\n' -}}\n{%- endfor -%}\n{%- if add_generation_prompt -%}\n"
                      "  {{- '<|im_start|>assistant\n' -}}\n{%- endif -%}")  # as llama-server reports it
@@ -202,7 +204,7 @@ def make_handler(fake):
             for piece in pieces:
                 self.send_event(chunk(piece, chat))
             if fake.mode == "stall":
-                fake.release.wait(60)
+                fake.release.wait(RUN)  # a stall ends when the test releases it
             elif fake.mode == "error":
                 self.send_event({"error": ERROR})
             elif fake.mode == "error-event":

@@ -1,7 +1,7 @@
 """Start `ask_rag.py --serve` as a reader does, on a free 127.0.0.1 port, and always stop it.
 
     with Serving(env, "--serve-slots", "1") as server:
-        requests.get(server.url + "/health", timeout=5)
+        requests.get(server.url + "/health", timeout=REQUEST)
         server.lines   # what it printed on stdout, e.g. ["Web-Seite: http://127.0.0.1:PORT/", …]
 
 Also reads Server-Sent Events the way the page does: `sse_events(response)` -> [("sources", {…}), …].
@@ -15,8 +15,9 @@ import sys
 import threading
 
 from conftest import ROOT
+from timeouts import RUN, WAIT
 
-START_TIMEOUT = 90  # seconds until "Web-Seite: …" (a warm embedder loads its model first)
+START_TIMEOUT = RUN  # seconds until "Web-Seite: …" (a warm embedder loads its model first)
 
 
 class Serving:
@@ -50,7 +51,7 @@ class Serving:
         if self.process.poll() is None:
             self.process.terminate()
             try:
-                self.process.wait(timeout=20)
+                self.process.wait(timeout=WAIT)
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()

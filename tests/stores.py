@@ -14,6 +14,7 @@ import sqlite3
 from rag import store
 from rag.store import postgres
 from rag.store import vectors
+from timeouts import WAIT
 
 class Stores:
     def __init__(self, kind, tmp_path, server=None):
@@ -41,7 +42,7 @@ class Stores:
         """All rows of one read-only query ("?" placeholders for both stores); [] before the tables exist."""
         if self.kind == "sqlite":
             try:
-                conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)
+                conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=WAIT)
             except sqlite3.OperationalError:
                 return []
             try:

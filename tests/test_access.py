@@ -13,13 +13,15 @@ import requests
 from conftest import assert_one_error_line, run_script, write_wiki
 from fake_server import FakeLlamaServer
 from rag import core
-from rag.answer import audit
+from rag.audit import log as audit
 from rag import store
-from rag.doors import common, mcp_server, users
+from rag.doors import common, mcp_server
+from rag.store import users
 from rag.ingest import access_rules
 from rag.store import access, sqlite
 from rag.store.access import EVERYTHING, Reader
 from serving import Serving, sse_events
+from timeouts import REQUEST
 
 SECRET = {  # canary pages: made-up words and numbers found nowhere else; "drucker" puts them in the vector top
     "personal/.access": "# nur die Personalabteilung\npersonal\n",
@@ -193,7 +195,7 @@ def test_add_user_prints_the_key_once_as_the_last_line_and_stores_only_its_hash(
 def test_a_malformed_users_file_is_one_line_and_the_server_does_not_start(tmp_path, fake_embedding, text, words):
     path = tmp_path / "users.toml"
     path.write_text(text, encoding="utf-8")
-    result = run_script("ask_rag.py", "--serve", "--port", "0", "--users", path, env=fake_embedding, timeout=30)
+    result = run_script("ask_rag.py", "--serve", "--port", "0", "--users", path, env=fake_embedding)
     assert_one_error_line(result, *words)
 
 
@@ -243,13 +245,16 @@ SEARCH_PHRASES = '["Gehaltsband Techniker", "Abmahnung Akte", "Budget Euro"]'  #
 def page_and_api(server, auth, questions):
     """Every answer of the page (plain, folder filter personal/, follow-up) and the API (plain, streamed)."""
     history = [{"role": "user", "content": questions[0]}, {"role": "assistant", "content": "Dazu?"}]
-    got = [requests.get(server.url + p, headers=auth, timeout=10) for p in ("/api/folders", "/v1/models")]
+    got = [requests.get(server.url + p, headers=auth, timeout=REQUEST)
+           for p in ("/api/folders", "/v1/models")]
     for question in questions:
         for body in ({"question": question}, {"question": question, "under": "personal/"},
                      {"question": "Und wie viel genau?", "history": history}):
-            got.append(requests.post(server.url + "/api/ask", json=body, headers=auth, timeout=30))
+            got.append(requests.post(server.url + "/api/ask", json=body, headers=auth,
+                                     timeout=REQUEST))
         for stream in (False, True):
-            got.append(requests.post(server.url + "/v1/chat/completions", headers=auth, timeout=30, json={
+            got.append(requests.post(server.url + "/v1/chat/completions", headers=auth,
+                                     timeout=REQUEST, json={
                 "model": "wiki/personal", "stream": stream, "messages": [{"role": "user", "content": question}]}))
     return got
 
@@ -264,8 +269,8 @@ def test_no_canary_byte_through_any_door_without_the_right(served):
             seen.append(" ".join(f"{r.status_code} {dict(r.headers)} {r.text}" for r in got))
             seen.append(json.dumps(fake.requests, ensure_ascii=False))  # what the model was shown
             fake.requests.clear()
-        wrong = requests.post(server.url + "/api/ask", json={"question": ATTACKS[0]}, timeout=10,
-                              headers={"Authorization": "Bearer falsch"})
+        wrong = requests.post(server.url + "/api/ask", json={"question": ATTACKS[0]},
+                              timeout=REQUEST, headers={"Authorization": "Bearer falsch"})
     assert asked == 60 and leaked(seen[0]) == [] and leaked(seen[1]) == []  # max: no response, header or prompt
     assert '{"folders": ["mail/", "netzwerk/"]}' in seen[0] and "wiki/personal" not in seen[0].split("/v1")[0]
     assert "Zorblax" in seen[2] and "98765" in seen[2] and "personal/" in seen[2]  # jana gets her pages
@@ -278,7 +283,7 @@ def test_expansions_search_only_the_readers_pages(served, method, replies):
     env, keys, _ = served
     with FakeLlamaServer(answer=["Siehe", " [1]."], replies=replies or ["[]"]) as fake, \
             Serving({**env, "LLAMA_SERVER_URL": fake.url}, "--expand", "--expand-method", method) as server:
-        got = [requests.post(server.url + "/api/ask", json={"question": q}, timeout=30,
+        got = [requests.post(server.url + "/api/ask", json={"question": q}, timeout=REQUEST,
                              headers={"Authorization": f"Bearer {keys['max']}"}) for q in ATTACKS]
         shown = json.dumps(fake.requests, ensure_ascii=False)
     text = " ".join(r.text for r in got)
@@ -358,7 +363,7 @@ def test_shared_statistics_do_not_tell_a_forbidden_word(small_wiki, store_env, s
             result = run_script("ask_rag.py", "--as", "max", "--retrieve-only", "--json", "--explain", "--mode", mode,
                                 question, env=env)
             shown = json.loads(result.stdout)
-            shown.pop("timings")
+            shown.pop("timings"), shown.pop("id")  # each answer has its own id
             outputs.setdefault((mode, question), []).append(shown)
     differ = [key for key, (a, b) in outputs.items() if a != b]
     assert differ == [] and len(outputs) == 11

@@ -9,6 +9,7 @@ import hashlib
 import json
 import os
 import pty
+import re
 import select
 import signal
 import subprocess
@@ -22,6 +23,7 @@ from conftest import ROOT, assert_one_error_line, load_json, run_script, write_w
 from fake_server import GEMMA_TEMPLATE, FakeLlamaServer
 from rag.answer import prompt as answer
 from rag.models.server_process import free_port
+from timeouts import WAIT
 
 QUESTION = "Wie lege ich eine Mailbox an?"
 WAITING = "4 Quellen gefunden · warte auf die Antwort des Modells …\n"  # the status line on stderr (into a pipe)
@@ -43,7 +45,7 @@ def env(fake_embedding, small_wiki):
 
 
 def ask(env, server, *args):
-    return run_script("ask_rag.py", *args, env={**env, "LLAMA_SERVER_URL": server.url}, timeout=30)
+    return run_script("ask_rag.py", *args, env={**env, "LLAMA_SERVER_URL": server.url})
 
 
 def after_status(result, line=WAITING):
@@ -175,6 +177,22 @@ def test_an_answer_that_only_repeats_the_question_is_replaced_by_the_wiki_line(e
            f"die Zeile aus [{n}]" in audit.stdout, audit.stdout
 
 
+@pytest.mark.parametrize("args, said", [
+    (["--no-floor"], ["Dazu habe ich", " keine Information."]),  # the model refuses
+    (["--no-floor"], ["Es sind 2 GB", " [1]."]),  # the answer is withdrawn (see above)
+    (["--answer-threshold", "0.5"], []),  # the answerability check refuses
+])
+def test_a_refusal_shows_no_citation_evidence_or_fact_lines(env, args, said):
+    question = "Wie viel Speicher hat der Fileserver im Keller?"
+    p_yes = 0.9 if said else 0.2
+    with FakeLlamaServer(template=GEMMA_TEMPLATE, answer=said or ["-"], p_yes=p_yes) as server:
+        shown = ask(env, server, *args, question)
+    assert shown.returncode == 0, shown.stderr
+    assert "Dazu habe ich keine Information." in shown.stdout and "\nQuellen:\n" in shown.stdout
+    marks = r"^(Zitate|Beleg|Nicht in den Quellen|Nicht gestützt|Ohne Zitat)"
+    assert not re.search(marks, shown.stdout, re.M), shown.stdout
+
+
 def test_answer_without_citation_says_so(env):
     with FakeLlamaServer(answer=["Mit cyradm."]) as server:
         result = ask(env, server, QUESTION)
@@ -232,9 +250,9 @@ def test_ctrl_c_while_the_server_stalls_exits_130(env):
                                    env={**os.environ, **env, "LLAMA_SERVER_URL": server.url},
                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         try:
-            assert server.streaming.wait(20), "ask_rag.py never asked the server"
+            assert server.streaming.wait(WAIT), "ask_rag.py never asked the server"
             process.send_signal(signal.SIGINT)
-            stdout, stderr = process.communicate(timeout=20)
+            stdout, stderr = process.communicate(timeout=WAIT)
         finally:
             process.kill()
     assert process.returncode == 130
@@ -253,7 +271,7 @@ class Held(list):
         self.gate = threading.Event()
 
     def __iter__(self):
-        self.gate.wait(30)
+        self.gate.wait(WAIT)
         return super().__iter__()
 
 
@@ -267,13 +285,13 @@ def test_status_line_comes_while_the_model_has_not_answered_yet(env):
         server.answer = held = Held(server.answer)
         process = start(env, server, QUESTION, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         try:
-            ready, _, _ = select.select([process.stderr], [], [], 20)
-            assert ready, "no status line within 20 s"
+            ready, _, _ = select.select([process.stderr], [], [], WAIT)
+            assert ready, f"no status line within {WAIT} s"
             line = process.stderr.readline().decode()
-            assert server.streaming.wait(20)  # the answer request is open, its first token held back
+            assert server.streaming.wait(WAIT)  # the answer request is open, its first token held
             assert select.select([process.stdout], [], [], 0.3)[0] == []  # not one answer byte yet
             held.gate.set()
-            stdout, stderr = process.communicate(timeout=20)
+            stdout, stderr = process.communicate(timeout=WAIT)
         finally:
             process.kill()
     assert process.returncode == 0, stderr.decode()
@@ -306,7 +324,7 @@ def in_pty(env, server, held, then):
     master, slave = pty.openpty()
     process = start(env, server, QUESTION, stdout=slave, stderr=slave)
     os.close(slave)
-    seen, acted, deadline = b"", False, time.monotonic() + 30
+    seen, acted, deadline = b"", False, time.monotonic() + WAIT
     try:
         while time.monotonic() < deadline:
             if not acted and " 1 s".encode() in seen:
@@ -320,7 +338,7 @@ def in_pty(env, server, held, then):
                 if not chunk:
                     break
                 seen += chunk
-        return process.wait(timeout=20), seen.decode()
+        return process.wait(timeout=WAIT), seen.decode()
     finally:
         process.kill()
         os.close(master)
@@ -354,7 +372,7 @@ def test_an_error_on_a_terminal_erases_the_status_line_first(env):
         process = start(env, server, QUESTION, stdout=subprocess.PIPE, stderr=slave)
         os.close(slave)
         try:
-            stdout, _ = process.communicate(timeout=30)
+            stdout, _ = process.communicate(timeout=WAIT)
             seen = os.read(master, 65536).decode()
         finally:
             process.kill()
@@ -492,7 +510,7 @@ def test_under_restricts_the_search_to_a_folder(env):
 # -- --chat and --expand (rag/search/expand.py) ----------------------------------------------------------
 def test_chat_searches_a_follow_up_with_the_question_before_it_without_asking_the_model_for_it(env):
     with FakeLlamaServer(replies=['"Welche Quota bekommt die Mailbox?"'], answer=["2 GB", " [2]."]) as server:
-        result = run_script("ask_rag.py", "--chat", env={**env, "LLAMA_SERVER_URL": server.url}, timeout=60,
+        result = run_script("ask_rag.py", "--chat", env={**env, "LLAMA_SERVER_URL": server.url},
                             input=f"{QUESTION}\nUnd welche Quota bekommt sie?\n")
     assert result.returncode == 0 and result.stderr == WAITING * 2, result.stderr  # one status line per question
     first, second = result.stdout.split("→ Gesucht: ")
@@ -506,7 +524,8 @@ def test_chat_searches_a_follow_up_with_the_question_before_it_without_asking_th
 
 def test_chat_with_rewrite_rewrites_a_follow_up_and_shows_what_it_searched(env):
     with FakeLlamaServer(replies=['"Welche Quota bekommt die Mailbox?"'], answer=["2 GB", " [2]."]) as server:
-        result = run_script("ask_rag.py", "--chat", "--rewrite", env={**env, "LLAMA_SERVER_URL": server.url}, timeout=60,
+        result = run_script("ask_rag.py", "--chat", "--rewrite",
+                            env={**env, "LLAMA_SERVER_URL": server.url},
                             input=f"{QUESTION}\nUnd wie viel Platz hat sie?\n")
     assert result.returncode == 0, result.stderr
     assert result.stderr == WAITING * 2
@@ -529,8 +548,9 @@ def test_chat_with_rewrite_rewrites_a_follow_up_and_shows_what_it_searched(env):
 
 def test_chat_json_is_one_object_per_question(env):
     with FakeLlamaServer(replies=['"Welche Quota bekommt die Mailbox?"']) as server:
-        result = run_script("ask_rag.py", "--chat", "--rewrite", "--json", env={**env, "LLAMA_SERVER_URL": server.url},
-                            timeout=60, input=f"{QUESTION}\nUnd wie viel Platz hat sie?\n\n")
+        result = run_script("ask_rag.py", "--chat", "--rewrite", "--json",
+                            env={**env, "LLAMA_SERVER_URL": server.url},
+                            input=f"{QUESTION}\nUnd wie viel Platz hat sie?\n\n")
     assert result.returncode == 0, result.stderr
     first, second = [json.loads(line) for line in result.stdout.splitlines()]
     assert "searched" not in first and second["searched"]["rewritten"] is True
@@ -538,7 +558,8 @@ def test_chat_json_is_one_object_per_question(env):
 
 
 def test_chat_goes_on_after_a_failed_question(env):
-    result = run_script("ask_rag.py", "--chat", env={**env, "LLAMA_SERVER_URL": "http://127.0.0.1:9"}, timeout=60,
+    result = run_script("ask_rag.py", "--chat",
+                        env={**env, "LLAMA_SERVER_URL": "http://127.0.0.1:9"},
                         input=f"{QUESTION}\n{QUESTION}\n")
     assert result.returncode == 1
     assert result.stderr.count("Fehler: llama-server unter http://127.0.0.1:9 nicht erreichbar") == 2
@@ -562,7 +583,7 @@ def test_expand_with_retrieve_only_asks_the_server_only_for_phrases_and_explains
 def test_expand_from_the_environment_and_in_json(env):
     with FakeLlamaServer(replies=['["VPN-Client starten"]']) as server:
         result = run_script("ask_rag.py", "--retrieve-only", "--json", "Wie arbeite ich von zu Hause aus?",
-                            env={**env, "LLAMA_SERVER_URL": server.url, "RAG_EXPAND": "1"}, timeout=30)
+                            env={**env, "LLAMA_SERVER_URL": server.url, "RAG_EXPAND": "1"})
     assert result.returncode == 0, result.stderr
     out = load_json(result.stdout)
     assert out["searched"]["expansions"] == ["VPN-Client starten"] and out["searched"]["weights"] == [1.0, 0.5]
@@ -571,7 +592,7 @@ def test_expand_from_the_environment_and_in_json(env):
 @pytest.mark.parametrize("extra", [[], ["--json"]])
 def test_expand_without_server_searches_the_question_with_one_warning(env, extra):
     result = run_script("ask_rag.py", "--retrieve-only", "--expand", *extra, QUESTION,
-                        env={**env, "LLAMA_SERVER_URL": "http://127.0.0.1:9"}, timeout=30)
+                        env={**env, "LLAMA_SERVER_URL": "http://127.0.0.1:9"})
     assert result.returncode == 0 and "Traceback" not in result.stderr
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("Warnung: ") and "nicht erreichbar" in lines[0], result.stderr
@@ -588,7 +609,8 @@ def test_a_follow_up_without_chat_or_rewrite_is_asked_as_it_is(env):
 def test_expand_method_choose_explains_the_model_s_choice(env):
     with FakeLlamaServer(replies=["[2]"]) as server:
         result = run_script("ask_rag.py", "--retrieve-only", "--explain", "--expand", QUESTION,
-                            env={**env, "LLAMA_SERVER_URL": server.url, "RAG_EXPAND_METHOD": "choose"}, timeout=30)
+                            env={**env, "LLAMA_SERVER_URL": server.url,
+                                 "RAG_EXPAND_METHOD": "choose"})
     assert result.returncode == 0, result.stderr
     (line,) = [line for line in result.stdout.splitlines() if line.startswith("Gewählt:")]
     assert line.endswith("(vom Modell unter den ersten Treffern)") and "chosen#1" in result.stdout
@@ -634,8 +656,8 @@ def test_explain_shows_the_signals_of_the_section_choice_with_one_marked(env):
     result = run_script("ask_rag.py", "--retrieve-only", "--explain", QUESTION, env=env)
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
-    start = lines.index("Abschnittswahl (How-to): Rang Kosinus Überschrift Form Substanz Einleitung Verweis Rolle "
-                        "= Punkte")
+    header = "Rang Kosinus Überschrift Form Substanz Einleitung Verweis Rolle = Punkte"
+    start = lines.index("3. gewählt    " + header)
     rows = [line for line in lines[start + 1:] if line.startswith("  ") and "] " in line and " = " in line]
     assert rows and sum(line.lstrip().startswith("→") for line in rows) == 1
     assert rows[0].split("] ", 1)[1].startswith("1.00 ")  # the first source's rank signal

@@ -8,7 +8,8 @@ A screenshot lands in the test's folder, and where RAG_SCREENSHOT names a file, 
 README's pictures: `RAG_SCREENSHOT=docs/web-seite.png python3 -m pytest tests/test_browser.py` writes
 docs/web-seite.png and docs/web-seite-belege.png).
 
-Chromium or selenium missing: skipped with one line; in CI (CI=true) that is a failure.
+Chromium, chromedriver or selenium missing: skipped with one line that names the install command;
+in CI (CI=true) that is a failure.
 """
 import os
 import re
@@ -17,10 +18,11 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, run_script, write_wiki
+from conftest import ROOT, missing_part, needs_tool, run_script, write_wiki
 from rag import config
 from rag.models.server_process import ServerProcess
 from serving import Serving
+from timeouts import REAL
 
 PAGES = ["mail/cyrus-imap/mailbox-anlegen.md", "mail/cyrus-imap/mailbox-quota.md", "mail/cyrus-imap/shared-folders.md",
          "netzwerk/vpn-linux.md", "arbeitsplatz/drucker.md", "hr-it/onboarding.md"]
@@ -35,30 +37,21 @@ FOLLOW_UP = "Und wie viel Platz bekommt sie?"  # after QUESTION: the mailbox's q
 XSS_QUESTION = "Wo finde ich den Treiber für den Etikettendrucker Zebra im Lager?"
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                   "--disable-component-update", "--disable-sync", "--no-first-run", "--window-size=1200,2000"]
-ANSWER_TIMEOUT = 300  # seconds for one answer of the real model on a busy 2-core machine
+ANSWER_TIMEOUT = REAL  # seconds for one answer of the real model on a busy 2-core machine
 WATCH_STATUS = """window.__statuses = [];
 new MutationObserver((records) => { for (const r of records) for (const node of r.addedNodes)
   window.__statuses.push(node.textContent); }).observe(document.getElementById("status"), {childList: true});"""
 WAITING = r"\d+ Quellen gefunden · (prüfe, ob sie die Frage beantworten|prüfe, ob der beste Abschnitt die Frage beantwortet|warte auf die Antwort des Modells) …( \d+ s)?"
 
 
-def tool(*names):
-    return next((found for name in names if (found := shutil.which(name))), None)
-
-
 @pytest.fixture(scope="module")
 def browser_parts():
-    chromium, driver = tool("chromium", "chromium-browser"), tool("chromedriver")
+    """(chromium, chromedriver) and selenium: each missing one skips locally, a failure in CI."""
     try:
         import selenium  # noqa: F401
     except ImportError:
-        chromium = None
-    if not (chromium and driver):
-        message = "Chromium/chromedriver/selenium fehlt – apt-get install chromium chromium-driver; pip install selenium"
-        if os.environ.get("CI"):
-            pytest.fail(message)
-        pytest.skip(message)
-    return chromium, driver
+        missing_part("selenium missing – install with: python3 -m pip install selenium")
+    return needs_tool("chromium", "chromium-browser"), needs_tool("chromedriver")
 
 
 @pytest.fixture(scope="module")
@@ -124,6 +117,10 @@ def test_demo_question_streams_an_answer_with_sources(served, driver, tmp_path):
     answer = driver.find_element(By.ID, "antwort").text
     sources = driver.find_elements(By.CSS_SELECTOR, "#quellen > li")
     assert answer.strip() and sources
+    assert "```" not in answer and "**" not in answer  # its Markdown is rendered (markdown.js)
+    blocks = [b for b in driver.find_elements(By.CSS_SELECTOR, "#antwort .code")
+              if "cyradm --user cyrus" in b.find_element(By.CSS_SELECTOR, "pre > code").text]
+    assert blocks and blocks[0].find_element(By.TAG_NAME, "button").text == "Kopieren", answer
     assert "mail/cyrus-imap/mailbox-anlegen.md" in sources[0].find_element(By.CSS_SELECTOR, ".pfad").text
     marks = [m.text for m in driver.find_elements(By.CSS_SELECTOR, "#pruefungen li")]
     assert any(m.startswith(("✓ Zitate", "✗ Quelle", "Zitate: keine")) for m in marks), marks
@@ -216,3 +213,78 @@ def test_a_corrected_citation_is_one_green_mark_not_a_warning(browser_parts, dri
     assert answer == f"Die Mailbox bekommt eine Quota von 2 GB [{n}].", answer
     assert f"✓ Zitat berichtigt: [3] durch [{n}] ersetzt, die Quelle, die es stützt" in marks, marks
     assert not any("falsche Quelle" in m for m in marks), marks
+
+
+MARKDOWN_PAGE = """\
+    # Postfach anlegen
+
+    ## Postfach anlegen mit cyradm
+
+    1. Per SSH auf dem Mailserver anmelden.<br>Dabei **NICHT** als root arbeiten.
+    2. Das Werkzeug `cyradm` starten: <script>window.__xss = 3</script>
+    3. Das Postfach anlegen und prüfen:
+
+    ```bash
+    cyradm --user cyrus localhost
+    cm user/jana.kruse
+    ```
+    """
+
+
+def test_a_verbatim_answer_renders_its_markdown_and_keeps_the_page_s_html_as_text(
+        browser_parts, driver, fake_embedding, small_wiki):
+    """The steps of a page, verbatim (fake embedder and answer server): the list as a list, **bold**
+    as bold, the code block as code with a copy button that copies it; the page's <br> and <script>
+    show as text, and nothing of them runs."""
+    from fake_server import FakeLlamaServer
+    from selenium.webdriver.common.by import By
+    write_wiki(small_wiki, {"mail/postfach-anlegen.md": MARKDOWN_PAGE})
+    assert run_script("build_index.py", "--wiki", small_wiki, env=fake_embedding).returncode == 0
+    env = {**os.environ, **fake_embedding, "RAG_STEPS": "source", "RAG_SERVE_KEY": ""}
+    with FakeLlamaServer() as fake, Serving({**env, "LLAMA_SERVER_URL": fake.url}) as server:
+        driver.get(server.url + "/")
+        assert ask(driver, "Wie lege ich mit cyradm ein Postfach an?").startswith("Fertig")
+        answer = driver.find_element(By.ID, "antwort")
+        items = [li.text for li in answer.find_elements(By.CSS_SELECTOR, "ol > li")]
+        bold = [b.text for b in answer.find_elements(By.TAG_NAME, "strong")]
+        code = answer.find_element(By.CSS_SELECTOR, ".code pre code").text
+        button = answer.find_element(By.CSS_SELECTOR, ".code button")
+        driver.execute_cdp_cmd("Browser.grantPermissions", {
+            "origin": server.url, "permissions": ["clipboardReadWrite", "clipboardSanitizedWrite"]})
+        button.click()
+        read = "navigator.clipboard.readText().then(arguments[0], arguments[0]);"  # the callback
+        copied = driver.execute_async_script(read)
+        shown, label = answer.text, button.text
+        html = driver.find_elements(By.CSS_SELECTOR, "#antwort script, #antwort img, #antwort br")
+        ran = driver.execute_script("return window.__xss !== undefined")
+    assert items[0] == "Per SSH auf dem Mailserver anmelden.<br>Dabei NICHT als root arbeiten."
+    assert items[1] == "Das Werkzeug cyradm starten: <script>window.__xss = 3</script>", items
+    assert bold == ["NICHT"] and "```" not in shown and "**" not in shown
+    assert code == "cyradm --user cyrus localhost\ncm user/jana.kruse" and copied == code
+    assert label == "Kopiert" and not ran
+    assert all(e.tag_name == "br" for e in html)  # only the renderer's own line breaks
+
+
+def test_a_refusal_shows_only_the_refusal_its_reason_and_the_runners_up(
+        browser_parts, driver, fake_embedding, small_wiki):
+    """The model says the sources do not answer it: no citation, fact or evidence marks under it."""
+    from fake_server import FakeLlamaServer
+    from selenium.webdriver.common.by import By
+    assert run_script("build_index.py", "--wiki", small_wiki, env=fake_embedding).returncode == 0
+    env = {**os.environ, **fake_embedding, "RAG_SERVE_KEY": ""}
+    with FakeLlamaServer(answer=["Dazu habe ich", " keine Information."]) as fake, \
+            Serving({**env, "LLAMA_SERVER_URL": fake.url}, "--no-floor") as server:
+        driver.get(server.url + "/")
+        assert ask(driver, "Wie groß ist die Quota einer Mailbox?").startswith("Fertig")
+        marks = [m.text for m in driver.find_elements(By.CSS_SELECTOR, "#pruefungen li")]
+        evidence = driver.find_elements(By.CSS_SELECTOR, "#belege li")
+        reason = driver.find_element(By.ID, "nicht-im-wiki")
+        runners_up = driver.find_element(By.ID, "siehe-auch")
+        answer = driver.find_element(By.ID, "antwort").text
+        cited = driver.find_elements(By.CSS_SELECTOR, "#quellen .marke.ok")
+    assert answer == "Dazu habe ich keine Information."
+    assert marks == [] and evidence == [] and cited == [], marks
+    # the core's one reason (rag/check/why.py), as the terminal shows it
+    assert reason.is_displayed()
+    assert "Modell fand die Antwort nicht in den Quellen; die Kandidaten:" in reason.text
+    assert runners_up.is_displayed() and runners_up.text.startswith("Vielleicht hilft: [1] ")

@@ -7,6 +7,7 @@ PostgreSQL (conftest.py starts an embedded server; tests/stores.py reads both th
 """
 import json
 import os
+import select
 import signal
 import sqlite3
 import subprocess
@@ -18,11 +19,12 @@ import pytest
 from conftest import ROOT, SMALL_WIKI, load_json, run_script, write_wiki
 from rag.models import embed_binary as embedder
 from rag.text import german
+from timeouts import RUN, WAIT
 
 
 def build(wiki, env, *args, **extra_env):
     """Run build_index.py on `wiki` as a reader does; `env` points it at the (fake) embedder."""
-    return run_script("build_index.py", "--wiki", wiki, *args, env={**env, **extra_env}, timeout=60)
+    return run_script("build_index.py", "--wiki", wiki, *args, env={**env, **extra_env})
 
 
 def ok(result):
@@ -274,14 +276,31 @@ def count(stores, db, sql, schema=None):
 NEW_PAGES = "SELECT COUNT(DISTINCT path) FROM docs WHERE heading LIKE '%v2%'"  # v2 pages written
 
 
-def start(wiki, env, *args, delay=0.1):
-    """build_index.py in the background, slowed down: one chunk per llama-embedding call of `delay` s."""
-    env = {**os.environ, **env, "RAG_EMBED_BATCH": "1", "FAKE_EMBED_DELAY": str(delay)}
+class Hold:
+    """Holds the fake llama-embedding at its first call that embeds `text` (FAKE_EMBED_HOLD): the
+    indexer stands at a known point until release(), however fast or busy the machine is."""
+
+    def __init__(self, tmp_path, text):
+        self.file, self.text = tmp_path / "weiter", text
+
+    def env(self):
+        return {"FAKE_EMBED_HOLD": str(self.file), "FAKE_EMBED_HOLD_AT": self.text}
+
+    def reached(self):
+        return os.path.exists(f"{self.file}.held")
+
+    def release(self):
+        self.file.touch()
+
+
+def start(wiki, env, *args, hold=None):
+    """build_index.py in the background, one chunk per llama-embedding call; held at `hold`."""
+    env = {**os.environ, **env, "RAG_EMBED_BATCH": "1", **(hold.env() if hold else {})}
     return subprocess.Popen([sys.executable, str(ROOT / "build_index.py"), "--wiki", str(wiki), *args], env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
 
 
-def wait_until(proc, condition, timeout=20):
+def wait_until(proc, condition, timeout=WAIT):
     """Poll every 10 ms until condition() holds; the indexer must still be running then."""
     deadline = time.monotonic() + timeout
     while proc.poll() is None and not condition() and time.monotonic() < deadline:
@@ -289,8 +308,13 @@ def wait_until(proc, condition, timeout=20):
     assert proc.poll() is None, "build_index.py finished before the point this test waits for"
 
 
+# pages are written in path order: archiv/p7.md, neu/a.md, neu/b.md, p0.md … p4.md (3 chunks each)
+HOLD_AT = {0: "Neu A v2", 1: "Neu B v2", 3: "Seite 1 v2 › VPN", 6: "Seite 4 v2 › VPN"}
+
+
 @pytest.mark.parametrize("kill_after", [0, 1, 3, 6])
-def test_sigkill_leaves_every_page_old_or_new_and_the_next_run_finishes(tmp_path, fake_embedding, stores, kill_after):
+def test_sigkill_leaves_every_page_old_or_new_and_the_next_run_finishes(tmp_path, fake_embedding,
+                                                                        stores, kill_after):
     old_db, new_db = stores.new("old"), stores.new("new")
     v1 = write_wiki(tmp_path / "v1", kill_wiki(1))
     v2 = write_wiki(tmp_path / "v2", kill_wiki(2))
@@ -299,10 +323,10 @@ def test_sigkill_leaves_every_page_old_or_new_and_the_next_run_finishes(tmp_path
     old, new = by_page(stores, old_db), by_page(stores, new_db)
     db = stores.copy(old_db, "killed")
 
-    log = tmp_path / "calls.log"
-    proc = start(v2, {**fake_embedding, "RAG_DB": db, "FAKE_EMBED_LOG": str(log)})
+    hold = Hold(tmp_path, HOLD_AT[kill_after])
+    proc = start(v2, {**fake_embedding, "RAG_DB": db}, hold=hold)
     try:
-        wait_until(proc, lambda: count(stores, db, NEW_PAGES) >= kill_after if kill_after else lines(log))
+        wait_until(proc, hold.reached)
     finally:
         os.killpg(proc.pid, signal.SIGKILL)  # the indexer and its llama-embedding, like a power cut
         proc.wait()
@@ -315,7 +339,8 @@ def test_sigkill_leaves_every_page_old_or_new_and_the_next_run_finishes(tmp_path
         assert pages.get(path) == (len(now[path]) if path in now else None)
     stores.check_consistent(db)
     written = sum(1 for path, chunks in now.items() if chunks == new.get(path) != old.get(path))
-    assert kill_after <= written < 8  # killed in the middle: some pages new, some still to do
+    assert count(stores, db, NEW_PAGES) == kill_after  # killed in the middle of the next v2 page,
+    assert written == kill_after + 1  # after the moved archiv/p7.md, which needs no embedding
 
     result = ok(build(v2, fake_embedding, RAG_DB=db))
     assert "2 entfernt" in result.stdout  # p6.md and the moved p7.md: removals come last
@@ -328,10 +353,12 @@ def test_sigkill_during_rebuild_keeps_the_old_index(tmp_path, fake_embedding, st
     v1, v2 = write_wiki(tmp_path / "v1", kill_wiki(1)), write_wiki(tmp_path / "v2", kill_wiki(2))
     ok(build(v1, fake_embedding, RAG_DB=db))
     old = stores.rows(db)
-    proc = start(v2, {**fake_embedding, "RAG_DB": db}, "--rebuild")
+    hold = Hold(tmp_path, "Seite 1 v2 › VPN")
+    proc = start(v2, {**fake_embedding, "RAG_DB": db}, "--rebuild", hold=hold)
     target, schema = stores.rebuilding(db)
     try:
-        wait_until(proc, lambda: count(stores, target, NEW_PAGES, schema) >= 2)
+        wait_until(proc, hold.reached)
+        assert count(stores, target, NEW_PAGES, schema) == 3  # neu/a.md, neu/b.md, p0.md
         assert stores.rows(db) == old  # readers see the old index while the new one is written
     finally:
         os.killpg(proc.pid, signal.SIGKILL)
@@ -346,20 +373,27 @@ def test_sigkill_during_rebuild_keeps_the_old_index(tmp_path, fake_embedding, st
 def test_a_second_indexer_waits_for_the_first_and_never_interleaves(tmp_path, fake_embedding, stores):
     db = stores.new()
     wiki = write_wiki(tmp_path / "wiki", kill_wiki(2))
-    first = start(wiki, {**fake_embedding, "RAG_DB": db}, delay=0.3)
+    hold = Hold(tmp_path, "Seite 1 v2 › VPN")
+    first = start(wiki, {**fake_embedding, "RAG_DB": db}, hold=hold)
     log = tmp_path / "second.log"
+    second = None
     try:
-        wait_until(first, lambda: count(stores, db, "SELECT COUNT(*) FROM pages") >= 1)
-        second = build(wiki, fake_embedding, RAG_DB=db, FAKE_EMBED_LOG=str(log))  # waits until the first is done
-        first_out, _ = first.communicate(timeout=60)
+        wait_until(first, hold.reached)  # the first holds the lock, some pages written ...
+        second = start(wiki, {**fake_embedding, "RAG_DB": db, "FAKE_EMBED_LOG": str(log)})
+        assert select.select([second.stderr], [], [], WAIT)[0], "the second said nothing"
+        waiting = second.stderr.readline()  # ... the second waits for it ...
+        hold.release()  # ... until it is done
+        first_out, _ = first.communicate(timeout=RUN)
+        second_out, second_err = second.communicate(timeout=RUN)
     finally:
-        if first.poll() is None:
-            os.killpg(first.pid, signal.SIGKILL)
-            first.wait()
+        for proc in (first, second):
+            if proc is not None and proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
     assert first.returncode == 0 and "9 neu" in first_out
-    ok(second)
-    assert second.stderr.startswith("Warte: ein anderer build_index.py schreibt gerade in ")
-    assert "0 neu, 0 geändert, 0 entfernt, 9 unverändert · Chunks: 0 eingebettet" in second.stdout
+    assert second.returncode == 0 and "Traceback" not in second_err
+    assert waiting.startswith("Warte: ein anderer build_index.py schreibt gerade in ")
+    assert "0 neu, 0 geändert, 0 entfernt, 9 unverändert · Chunks: 0 eingebettet" in second_out
     assert lines(log) == []  # it embedded nothing: every page was already there, written once
 
 
@@ -367,9 +401,10 @@ def test_a_second_indexer_stops_after_lock_wait_with_one_line(tmp_path, fake_emb
     db = stores.new()
     wiki = write_wiki(tmp_path / "wiki", kill_wiki(2))
     before = None
-    first = start(wiki, {**fake_embedding, "RAG_DB": db}, delay=0.5)
+    hold = Hold(tmp_path, "Seite 1 v2 › VPN")  # never released: the first holds the lock to the end
+    first = start(wiki, {**fake_embedding, "RAG_DB": db}, hold=hold)
     try:
-        wait_until(first, lambda: count(stores, db, "SELECT COUNT(*) FROM pages") >= 1)
+        wait_until(first, hold.reached)
         second = build(wiki, fake_embedding, RAG_DB=db, RAG_LOCK_WAIT="1")
         before = first.poll()
     finally:
@@ -424,20 +459,24 @@ def test_ask_rag_answers_while_build_index_runs(tmp_path, store_env, stores):
     pages = {**SMALL_WIKI, **{f"extra/p{i}.md": f"# Seite {i}\n\nVPN {i}.\n\n## B\n\nDrucker {i}.\n" for i in range(8)}}
     wiki = write_wiki(tmp_path / "wiki", pages)
     db = store_env["RAG_DB"]
-    proc = start(wiki, store_env, delay=0.5)  # 20 chunks: about 10 s to go after the first page
+    hold = Hold(tmp_path, "Seite 3")  # extra/p3.md: drucker.md, extra/p0.md … p2.md are written
+    proc = start(wiki, store_env, hold=hold)
     try:
-        wait_until(proc, lambda: count(stores, db, "SELECT COUNT(*) FROM pages"))  # drucker.md is written
-        asked = run_script("ask_rag.py", "--retrieve-only", "--json", "Drucker im 2. Stock", env=store_env,
-                           timeout=30)
+        wait_until(proc, hold.reached)
+        asked = run_script("ask_rag.py", "--retrieve-only", "--json", "Drucker im 2. Stock",
+                           env=store_env)
         still_running = proc.poll() is None
         mode = stores.query(db, "PRAGMA journal_mode")[0][0] if stores.kind == "sqlite" else "wal"
     finally:
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
-    assert still_running, "build_index.py finished too early for this test"
+    assert still_running  # held until the end
     assert mode == "wal"  # SQLite: readers next to the writer; PostgreSQL: MVCC
     assert asked.returncode == 0, asked.stderr
-    assert [s["path"] for s in load_json(asked.stdout)["sources"]][0] == "drucker.md"
+    found = [s["path"] for s in load_json(asked.stdout)["sources"]]
+    assert "drucker.md" in found  # the page written before the hold is found
+    # nothing of the pages not yet written (the fake's keyword cosines may put extra/p2.md first)
+    assert not {f"extra/p{i}.md" for i in range(3, 8)} & set(found), found
 
 
 # -- 5. progress -----------------------------------------------------------------------------------
@@ -450,7 +489,7 @@ def test_progress_only_on_a_terminal_and_not_with_quiet(small_wiki, fake_embeddi
                             stdout=subprocess.PIPE, stderr=slave if terminal else subprocess.PIPE)
     if terminal:
         os.close(slave)
-    out, err = proc.communicate(timeout=60)
+    out, err = proc.communicate(timeout=RUN)
     if terminal:
         err = b""
         while True:

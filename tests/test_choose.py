@@ -5,7 +5,7 @@ import json
 import pytest
 
 from conftest import assert_one_error_line, load_json, run_script, write_wiki
-from rag.answer import choose, context
+from rag.answer import choose
 from rag.search import solutions
 from rag.search.ranking import Source
 from rag.text import german, roles
@@ -18,8 +18,10 @@ def src(heading, content, cosine):
 
 
 def best(question, *sources):
+    """The section the one chooser puts first (what the core prints verbatim), or None."""
     terms = german.query_terms(question, set())
-    return choose.best(list(sources), terms, [1.0] * len(terms), set())
+    order = choose.choose(list(sources), terms, [1.0] * len(terms), set()).order
+    return order[0] if order else None
 
 
 @pytest.mark.parametrize("pointer", [
@@ -41,15 +43,17 @@ def test_heading_words_win_over_a_closer_one_line_section(question, expected):
     quota = Source(1, "mail.md", 2, "Mail › Quota setzen",
                    "Die Quota setzt die IT mit `sq user/name 2048000`; der Wert ist in KB.", [], cosine=0.91)
     assert best(question, one_line, quota) == expected
-    assert context.best_section([one_line, quota]) == 0  # the cosine alone picked the one-liner
+    before = choose.choose([one_line, quota], signal_weights=choose.BEFORE)
+    assert before.order == [0]  # the cosine alone picked the one-liner
 
 
 def test_ties_keep_the_better_rank():
-    a, b = src("VPN › A", STEPS, 0.9), src("VPN › B", STEPS, 0.9)
+    a, b, c = src("VPN › A", STEPS, 0.9), src("VPN › B", STEPS, 0.9), src("VPN › C", STEPS, 0.9)
     rows = [choose.Signals(1, 0, 0, 0, 0, 0, 0)] * 3
-    assert choose.pick(rows, choose.Signals(0, 0, 0, 0, 0, 0, 0)) == 0  # all equal: the first
+    nothing = choose.Signals(0, 0, 0, 0, 0, 0, 0)
+    assert choose.finalists([a, b, c], rows, 3, nothing) == [0, 1, 2]  # all equal: in order
     assert best("Wie geht das?", a, a) == 0 and best("Wie geht das?", b, a) == 0
-    assert choose.best([]) is None and choose.pick([]) is None
+    assert best("Wie geht das?") is None and choose.finalists([], []) == []
 
 
 @pytest.mark.parametrize("content, chars", [
@@ -115,8 +119,9 @@ def test_a_how_to_answer_prefers_the_solution_over_the_problem_that_ranks_first(
     problem = src("Kein Login › Problem", "1. Session-Timeout auf 0 setzen.\n2. Speichern.\n3. Man fliegt raus.", 0.90)
     solution = src("Kein Login › Lösung", "1. In die Datenbank wechseln.\n2. `UPDATE isys_settings` ausführen.", 0.90)
     assert best("Wie komme ich nach Session-Timeout 0 wieder rein?", problem, solution) == 1
-    assert choose.pick([choose.signals(problem, 0, 0.9, [], [], set())._replace(role=0),
-                        choose.signals(solution, 1, 0.9, [], [], set())._replace(role=0)]) == 0  # without it: rank
+    rows = [choose.signals(problem, 0, 0.9, [], [], set())._replace(role=0),
+            choose.signals(solution, 1, 0.9, [], [], set())._replace(role=0)]
+    assert choose.finalists([problem, solution], rows) == [0]  # without the role: the rank
 
 
 class Sections:

@@ -196,6 +196,15 @@ def test_admonition_types_get_german_labels(kind, label):
     assert markup.label(kind, " Titel ") == f"{label}: Titel"
 
 
+@pytest.mark.parametrize("kind, title, label", [
+    ("note", "Hinweis", "Hinweis:"), ("warning", "Warnung:", "Achtung:"),
+    ("note", " Achtung ", "Achtung:"), ("tip", "Tipp", "Hinweis:")])
+def test_an_admonition_titled_with_a_label_says_it_once(kind, title, label):
+    assert markup.label(kind, title) == label
+    text = markup.plain(f'!!! {kind} "{title}"\n    In dieser Anleitung steht, wie es geht.\n')
+    assert text == f"{label}\nIn dieser Anleitung steht, wie es geht.\n"
+
+
 def test_sample_wiki_chunks_are_unchanged_by_the_markup_rules():
     """wiki/ has none of these constructs: reading its markup as structure changes no byte of it."""
     wiki = ROOT / "wiki"

@@ -1,12 +1,16 @@
 """rag/answer/context.py (what the model sees of each source), the how-to prefill and the answerability share."""
+from pathlib import Path
+
 import pytest
 
+from rag import tuned
 from rag.answer import answerable
+from rag.answer import choose
 from rag.answer import context
 from rag.answer import prompt as answer
 from rag.models import llm
 from rag.search.ranking import Source
-from rag.text import german, sentences
+from rag.text import german, sentences, units
 
 STEPS = """Diese Anleitung beschreibt das Anlegen.
 
@@ -42,7 +46,7 @@ def test_sentences_do_not_split_after_abbreviations_or_ordinals():
 
 
 def test_units_keep_items_code_rows_and_sentences_whole():
-    found = context.units(STEPS + "\n\n| Gruppe | Quota |\n| Lager | 2 GB |")
+    found = units.units(STEPS + "\n\n| Gruppe | Quota |\n| Lager | 2 GB |")
     kinds = [u.kind for u in found]
     assert kinds == ["sentence", "item", "item", "item", "item", "code", "row", "row"]
     assert found[5].text.startswith("```bash") and found[5].text.endswith("```")
@@ -57,15 +61,16 @@ def test_units_keep_items_code_rows_and_sentences_whole():
     ("2. Dienst starten\n3. prüfen", [("item", "2. Dienst starten"), ("item", "3. prüfen")]),
 ])
 def test_units_a_numbered_line_inside_a_paragraph_continues_it_unless_it_is_1_or_a_bullet(content, expected):
-    assert [tuple(u) for u in context.units(content)] == expected
+    assert [tuple(u) for u in units.units(content)] == expected
 
 
 def test_units_a_code_block_indented_under_a_list_item_stands_as_its_closing_fence():
     content = "1. Führe aus:\n\n    ```sql\n    UPDATE s SET v = 1;\n      -- Kommentar\n    ```\n\n    Dabei ist s die Tabelle."
-    assert [tuple(u) for u in context.units(content)] == [
+    assert [tuple(u) for u in units.units(content)] == [
         ("item", "1. Führe aus:"), ("code", "```sql\nUPDATE s SET v = 1;\n  -- Kommentar\n```"),
         ("sentence", "Dabei ist s die Tabelle.")]
-    assert context.units("```\n    eingerückt\n```")[0].text == "```\n    eingerückt\n```"  # its own indent stays
+    code = "```\n    eingerückt\n```"
+    assert units.units(code)[0].text == code  # its own indent stays
 
 
 def test_steps_keep_each_first_sentence_and_a_later_command():
@@ -86,7 +91,9 @@ def test_select_keeps_the_procedure_and_the_best_sentence_of_the_others():
     vocab = german.learn_vocabulary(s.content for s in sources)
     question = "Wie lege ich eine Mailbox an?"
     terms = german.query_terms(question, vocab)
-    texts, procedure = context.select(question, sources, terms, [1.0] * len(terms), vocab)
+    weights = [1.0] * len(terms)
+    chosen = choose.procedure(sources, terms, weights, vocab)  # rag/answer/choose.py
+    texts, procedure = context.select(question, sources, terms, weights, vocab, procedure=chosen)
     assert procedure == 2 and texts[1] == context.steps(STEPS)
     assert texts[0] == "Die Mailbox ist wichtig."  # the one unit that shares a word with the question
     facts, none = context.select("Wie groß ist die Mailbox?", sources, terms, [1.0] * len(terms), vocab, "fact")
@@ -138,9 +145,10 @@ def ranked(*items):
     ([("Mailbox › A", "Text.", 0.9), ("Mailbox › B", "Text.", 0.9)], 0),  # a tie keeps the better rank
     ([("Mailbox › A", "Text.", None), ("Mailbox › B", "- eins\n- zwei", None)], 1),  # no cosines: the shape
 ])
-def test_best_section_takes_the_closest_section_shaped_like_a_procedure(items, expected):
-    assert context.best_section(ranked(*items)) == expected
-    assert context.best_section([]) is None
+def test_the_old_choice_takes_the_closest_section_shaped_like_a_procedure(items, expected):
+    sources = ranked(*items)  # choose.BEFORE: best_section() of issue 29, as weights
+    assert choose.choose(sources, signal_weights=choose.BEFORE).order == [expected]
+    assert choose.choose([]).order == []
 
 
 def test_steps_answer_is_the_section_verbatim_a_unit_a_line():
@@ -166,8 +174,8 @@ def test_share_yes_reads_yes_and_no_spellings():
     assert answerable.share_yes([{"token": "Vielleicht", "logprob": -0.1}]) is None
 
 
-# -- rag/answer/support.py --------------------------------------------------------------------------------
-from rag.answer import support  # noqa: E402
+# -- rag/check/support.py --------------------------------------------------------------------------
+from rag.check import grounding, support  # noqa: E402
 
 SOURCES = [source("a.md", "Mailbox", "Die Mailbox ist wichtig. Das Passwort steht im Tresor der IT."),
            source("a.md", "Mailbox › Anlegen", STEPS)]
@@ -290,24 +298,26 @@ ROOMS = [source("raeume.md", "Besprechungsräume › Räume und Ausstattung",
 ])
 def test_grounding_is_the_share_of_the_question_around_the_answer_s_facts(question, text, coverage):
     vocab = german.learn_vocabulary(s.content for s in ROOMS)
-    found = support.grounding(question, text, ROOMS, vocab)
+    found = grounding.grounding(question, text, ROOMS, vocab)
     assert found["coverage"] == coverage and found["facts"]
 
 
 def test_grounding_measures_only_facts_the_question_does_not_name():
     vocab = german.learn_vocabulary(s.content for s in ROOMS)
-    assert support.grounding("Welcher Raum hat 12 Plätze?", "Der Raum Elbe [1].", ROOMS, vocab) is None
-    assert support.grounding("Wie viele Plätze hat Elbe?", "Dazu habe ich keine Information.", ROOMS, vocab) is None
+    said = grounding.grounding("Welcher Raum hat 12 Plätze?", "Der Raum Elbe [1].", ROOMS, vocab)
+    refused = grounding.grounding("Wie viele Plätze hat Elbe?", "Dazu habe ich keine Information.",
+                                  ROOMS, vocab)
+    assert said is None and refused is None
 
 
 def test_measured_thresholds_are_written_to_the_cache_not_into_the_package(tmp_path, monkeypatch):
     monkeypatch.setenv("RAG_CACHE", str(tmp_path))
-    shipped = answerable.MEASURED.read_bytes() if answerable.MEASURED.exists() else None
+    tuned_file = tuned.TOML.read_bytes()
     written = answerable.store("test-model.gguf", {"threshold": 0.42})
     assert written == tmp_path / "answerable.json" and answerable.threshold("test-model.gguf") == 0.42
-    assert (answerable.MEASURED.read_bytes() if answerable.MEASURED.exists() else None) == shipped
-    for model, entry in answerable.read_table(answerable.MEASURED).items():  # the shipped values still count
-        assert answerable.threshold(model) == entry.get("threshold")
+    assert tuned.TOML.read_bytes() == tuned_file  # the package's table is never written
+    for model, number in tuned.ANSWER_MODELS.items():  # the shipped values still count
+        assert answerable.threshold(model) == number.value["threshold"]
     other = answerable.store("test-model.gguf", {"threshold": 0.1}, tmp_path / "eval.json")  # a path evaluate.py gives
     assert answerable.threshold("test-model.gguf", other) == 0.1 and answerable.threshold("test-model.gguf") == 0.42
 

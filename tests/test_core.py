@@ -33,8 +33,11 @@ def test_events_come_in_pipeline_order_and_end_with_the_answer(settings):
         settings.server = server.url
         events = list(core.ask(QUESTION, settings))
     kinds = [e.kind for e in events]
-    assert kinds == ["sources", "asking", "prompt", "piece", "piece", "piece", "checks", "done"]
-    assert events[1].data == "answer"  # no threshold measured for the fake model: no check
+    assert kinds == ["sources", "chosen", "asking", "prompt", "piece", "piece", "piece", "checks",
+                     "done"]
+    choice = events[1].data  # a how-to question's section choice
+    assert choice is events[-1].data.choice and choice.order
+    assert events[2].data == "answer"  # no threshold measured for the fake model: no check
     done = events[-1].data
     assert "".join(e.data for e in events if e.kind == "piece") == done.text == "Mit cm [1]."
     assert done.llm_called and done.citations == {"cited": [1], "valid": [1], "unknown": []}
@@ -50,15 +53,32 @@ def test_the_prompt_comes_from_the_one_builder_and_the_steps_run_in_order(settin
     built, steps = [], []
     real = answer.build_prompt
     monkeypatch.setattr(answer, "build_prompt", lambda *a, **k: built.append(real(*a, **k)) or built[-1])
-    for name in ("embed", "rank", "protect", "prompt_for", "stream", "check", "write_audit"):
+    for name in ("embed", "rank", "protect", "prepare", "stream", "check", "write_audit"):
         step = getattr(core, name)
         monkeypatch.setattr(core, name, lambda *a, _step=step, _name=name, **k: steps.append(_name) or _step(*a, **k))
     with FakeLlamaServer(template=GEMMA_TEMPLATE, answer=["Mit cm", " [1]", "."]) as server:
         settings.server = server.url
         done = core.run(QUESTION, settings)
-    assert steps == ["embed", "rank", "protect", "stream", "prompt_for", "check", "write_audit"]  # 4 inside 5
+    # the post's order: the prompt, then the model is asked
+    assert steps == ["embed", "rank", "protect", "prepare", "stream", "check", "write_audit"]
     assert built == [done.prompt] and done.prompt.startswith(answer.context_part(done.question, done.retrieval.sources,
                                                                                   True, None).split("<<<")[0])
+
+
+def test_the_post_steps_one_call_each_yield_what_ask_yields(settings):
+    """ask_rag.py runs core.Run's steps itself (embed → rank → prompt → ask, then check); the doors
+    take core.ask(), the same chain."""
+    with FakeLlamaServer(template=GEMMA_TEMPLATE, answer=["Mit cm", " [1]", "."]) as server:
+        settings.server = server.url
+        run = core.Run(QUESTION, settings)
+        steps = [[e.kind for e in step()]
+                 for step in (run.embed, run.rank, run.prompt, run.ask, run.check)]
+        whole = list(core.ask(QUESTION, settings))
+    assert steps == [[], ["sources", "chosen"], [], ["asking", "prompt", "piece", "piece", "piece"],
+                     ["checks", "done"]]
+    assert [k for step in steps for k in step] == [e.kind for e in whole]
+    assert run.result.text == whole[-1].data.text == "Mit cm [1]."
+    assert [c.name for c in run.result.checks] == [c.name for c in whole[-1].data.checks]
 
 
 def test_a_wrong_citation_is_corrected_in_the_answer_the_json_and_the_audit(settings):
@@ -273,7 +293,9 @@ def test_expansion_searches_the_phrases_too_and_embeds_everything_in_one_call(se
         settings.server, settings.expand = server.url, "phrases"
         events = list(core.ask(question, settings))
     done = events[-1].data
-    assert [e.kind for e in events] == ["searched", "sources", "done"] and server.completions() == []
+    # a how-to question: the one chooser's choice comes with the sources, also without the model
+    assert [e.kind for e in events] == ["searched", "sources", "chosen", "done"]
+    assert server.completions() == []
     assert done.searched.expansions == phrases and done.searched.weights == [1.0, 0.5, 0.5, 0.5]
     (call,) = server.structured()
     assert call["body"]["response_format"]["json_schema"]["schema"]["type"] == "array"
@@ -303,7 +325,7 @@ def test_the_model_s_choice_among_the_first_results_moves_it_up(settings):
 def test_an_unreachable_server_leaves_the_question_as_it_is_with_one_warning(settings):
     settings.retrieve_only, settings.expand, settings.server = True, "phrases", "http://127.0.0.1:9"
     events = list(core.ask(QUESTION, settings))
-    assert [e.kind for e in events] == ["searched", "sources", "done"]
+    assert [e.kind for e in events] == ["searched", "sources", "chosen", "done"]
     searched = events[0].data
     assert "nicht erreichbar" in searched.warning and searched.expansions == [] and not searched.rewritten
     plain = core.run(QUESTION, dataclasses.replace(settings, expand=None))
@@ -328,8 +350,13 @@ PROCEDURE_WIKI = {
 
 @pytest.fixture
 def procedure_settings(fake_embedding, tmp_path, monkeypatch):
+    return indexed(PROCEDURE_WIKI, fake_embedding, tmp_path, monkeypatch)
+
+
+def indexed(pages, fake_embedding, tmp_path, monkeypatch):
+    """Settings of the core over an index of `pages` ({path: text}), with the fake embedder."""
     from conftest import write_wiki
-    wiki = write_wiki(tmp_path / "procedure-wiki", PROCEDURE_WIKI)
+    wiki = write_wiki(tmp_path / "procedure-wiki", pages)
     result = run_script("build_index.py", "--wiki", wiki, env=fake_embedding)
     assert result.returncode == 0, result.stderr
     for key, value in fake_embedding.items():
@@ -355,7 +382,8 @@ def test_a_how_to_answer_is_the_procedure_s_steps_verbatim_after_the_check(proce
     from fake_server import prompt_tokens  # no answer request: what was read before the lines is the check
     assert done.timings["read_before_first_token"] == prompt_tokens(checks[0]["body"]) > 0
     assert all(s["verdict"] == "gestützt" for s in done.support if "Handbuch" not in s["text"])
-    assert [e.kind for e in events] == ["sources", "asking", "piece", "checks", "done"] and events[1].data == "check"
+    kinds = ["sources", "chosen", "asking", "piece", "checks", "done"]
+    assert [e.kind for e in events] == kinds and events[2].data == "check"
     assert done.as_json()["answered_by"] == "source"
 
 
@@ -450,6 +478,8 @@ def test_a_model_stuck_in_a_loop_is_cut_after_three_repeats_and_kept_once(settin
     (["Dazu habe ich keine Information."], "Dazu habe ich keine Information."),  # a refusal stays one
     (["Die Quota ist 2 GB [QUELLE [1]]."], "Die Quota ist 2 GB [1]."),  # a citation in the model's own form
     (["Die Quota ist 2 GB [Quelle 1]."], "Die Quota ist 2 GB [1]."),
+    (["Die Quota ist 2 GB [1].", " [ENDE QUELLE [1]]"], "Die Quota ist 2 GB [1]."),  # its delimiter
+    (["Die Quota ist 2 GB [1]. [Ende", " Quelle 1]"], "Die Quota ist 2 GB [1]."),
 ])
 def test_an_answer_that_says_something_and_then_refuses_keeps_what_it_said(settings, said, shown):
     settings.no_floor = True
@@ -458,3 +488,45 @@ def test_an_answer_that_says_something_and_then_refuses_keeps_what_it_said(setti
         done = core.run("Welche Quota bekommt eine neue Mailbox?", settings)
     assert done.text == shown
     assert not [s for s in done.support if s["verdict"] == "nicht gestützt"]  # no statement "Dazu habe ich …" left
+
+
+NOTE_FIRST = """\
+    # Mailbox anlegen
+
+    ## Mailbox anlegen mit cyradm
+
+    !!! note "Hinweis"
+        In dieser Anleitung legt die IT eine Mailbox für neue Mitarbeitende an.
+
+    1. Per SSH auf dem Mailserver anmelden.
+    2. Die Mailbox mit `cm user/vorname.nachname` anlegen.
+    """
+
+
+def test_a_note_before_the_steps_is_said_once_and_the_evidence_is_a_step(fake_embedding, tmp_path,
+                                                                         monkeypatch):
+    pages = {**PROCEDURE_WIKI, "mail/mailbox-anlegen.md": NOTE_FIRST}
+    settings = indexed(pages, fake_embedding, tmp_path, monkeypatch)
+    with FakeLlamaServer() as server:
+        settings.server = server.url
+        done = core.run("Wie lege ich mit cyradm eine Mailbox an?", settings)
+    lines = done.text.split("\n")
+    assert done.answered_by == "source" and lines[1].startswith("Hinweis: In dieser"), lines
+    assert [e["text"] for e in done.evidence] == [lines[2]], done.evidence  # step 1, not the note
+
+
+def test_the_product_ranks_with_the_second_stage(settings, monkeypatch):
+    from rag.search import finalists
+    calls = []
+    real = finalists.rerank
+
+    def spy(*args, **kwargs):
+        calls.append(len(args[1]))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(finalists, "rerank", spy)
+    settings.retrieve_only = True
+    done = core.run("Wie lege ich eine Mailbox an?", settings)
+    assert calls and calls[0] >= len(done.retrieval.sources)  # it saw the whole fused list
+    sections = [(s.path, s.heading) for s in done.retrieval.sources]
+    assert len(sections) == len(set(sections))  # one chunk per section

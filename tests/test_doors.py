@@ -16,6 +16,7 @@ import requests
 from conftest import ROOT, load_json, run_script
 from fake_server import FakeLlamaServer
 from serving import Serving, sse_events
+from timeouts import REQUEST, RUN
 
 QUESTION = "Wie lege ich eine Mailbox an?"
 ANSWER = ["Die IT legt sie mit cm an", " [2]; die Quota ist 5 GB [1]."]  # 5 GB: no source says it
@@ -29,7 +30,8 @@ def env(fake_embedding, small_wiki):
 
 
 def without_timings(result):
-    return {k: v for k, v in result.items() if k != "timings"}
+    """The result without what differs per answer: its timings and its id (each answer has its own)."""
+    return {k: v for k, v in result.items() if k not in ("timings", "id")}
 
 
 def mcp_call(env, tool, arguments):
@@ -46,7 +48,7 @@ def mcp_call(env, tool, arguments):
                 result = await session.call_tool(tool, arguments)
                 return result.model_dump(by_alias=True, mode="json")
 
-    return asyncio.run(asyncio.wait_for(main(), 60))
+    return asyncio.run(asyncio.wait_for(main(), RUN))
 
 
 def test_four_doors_give_the_same_sources_and_checks(env):
@@ -56,9 +58,10 @@ def test_four_doors_give_the_same_sources_and_checks(env):
         assert cli.returncode == 0, cli.stderr
         cli = load_json(cli.stdout)
         with Serving(env) as server:
-            with requests.post(server.url + "/api/ask", json={"question": QUESTION}, stream=True, timeout=30) as r:
+            with requests.post(server.url + "/api/ask", json={"question": QUESTION}, stream=True,
+                               timeout=REQUEST) as r:
                 page = sse_events(r)
-            api = requests.post(server.url + "/v1/chat/completions", timeout=30,
+            api = requests.post(server.url + "/v1/chat/completions", timeout=REQUEST,
                                 json={"model": "wiki", "messages": [{"role": "user", "content": QUESTION}]}).json()
         mcp = mcp_call(env, "ask_wiki", {"question": QUESTION})
     assert cli["llm_called"] and cli["citations"]["valid"] == [1, 2] and cli["unsupported"] == ["5 GB"]
@@ -67,6 +70,7 @@ def test_four_doors_give_the_same_sources_and_checks(env):
     results = {"page": page_done, "api": api["rag"], "mcp": mcp["structuredContent"]}
     for door, result in results.items():
         assert without_timings({k: v for k, v in result.items() if k in cli}) == without_timings(cli), door
+        assert result["id"].startswith("a-") and result["id"] != cli["id"], door  # every door, its own
         assert result["checks"] == page_checks, door
     assert page_checks["citations"] == cli["citations"] and page_checks["unsupported"] == cli["unsupported"]
     page_sources = next(data for kind, data in page if kind == "sources")["sources"]
@@ -80,9 +84,10 @@ def test_the_refusal_is_the_same_through_every_door(env):
         env["LLAMA_SERVER_URL"] = fake.url
         cli = load_json(run_script("ask_rag.py", "--json", question, env=env).stdout)
         with Serving(env) as server:
-            with requests.post(server.url + "/api/ask", json={"question": question}, stream=True, timeout=30) as r:
+            with requests.post(server.url + "/api/ask", json={"question": question}, stream=True,
+                               timeout=REQUEST) as r:
                 page = sse_events(r)
-            api = requests.post(server.url + "/v1/chat/completions", timeout=30,
+            api = requests.post(server.url + "/v1/chat/completions", timeout=REQUEST,
                                 json={"messages": [{"role": "user", "content": question}]}).json()
         mcp = mcp_call(env, "ask_wiki", {"question": question})["structuredContent"]
     assert not cli["llm_called"] and cli["answer"] == "Dazu habe ich keine Information."

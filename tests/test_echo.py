@@ -1,7 +1,8 @@
-"""rag/answer/echo.py: a fact answer that only repeats the question, and the wiki line printed instead."""
+"""rag/check/echo.py: a fact answer that only repeats the question, and the wiki line printed
+instead."""
 import pytest
 
-from rag.answer import echo
+from rag.check import echo
 from rag.search.ranking import Source
 from rag.text import german
 

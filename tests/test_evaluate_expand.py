@@ -30,7 +30,7 @@ def test_expand_reports_the_set_without_and_with_the_phrases(fake_embedding, sma
     questions = jsonl(tmp_path / "q.jsonl", QUESTIONS)
     with FakeLlamaServer(replies=['["VPN-Client starten", "VPN anmelden"]', '["Mailbox anlegen"]']) as server:
         result = run_script("evaluate.py", "--expand", "--questions", questions, "--server", server.url, "--json",
-                            env=env, timeout=120)
+                            env=env)
         calls = server.structured()
     assert result.returncode == 0, result.stderr
     out = json.loads(result.stdout)
@@ -46,7 +46,7 @@ def test_expand_choose_asks_once_per_question_and_list(fake_embedding, small_wik
     questions = jsonl(tmp_path / "q.jsonl", QUESTIONS)
     with FakeLlamaServer(replies=["[1]"]) as server:
         result = run_script("evaluate.py", "--expand", "--expand-method", "choose", "--questions", questions,
-                            "--server", server.url, "--modes", "hybrid,vector", "--json", env=env, timeout=120)
+                            "--server", server.url, "--modes", "hybrid,vector", "--json", env=env)
         calls = server.structured()
     assert result.returncode == 0, result.stderr
     out = json.loads(result.stdout)
@@ -60,7 +60,7 @@ def test_followups_compare_alone_rewritten_and_by_hand(fake_embedding, small_wik
     env = indexed(fake_embedding, small_wiki)
     pairs = jsonl(tmp_path / "f.jsonl", PAIRS)
     with FakeLlamaServer(replies=['"Welche Quota bekommt die Mailbox?"']) as server:
-        result = run_script("evaluate.py", "--followups", pairs, "--server", server.url, env=env, timeout=120)
+        result = run_script("evaluate.py", "--followups", pairs, "--server", server.url, env=env)
         (rewrite,) = server.structured()
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
@@ -78,7 +78,7 @@ def test_followups_json_lists_each_rewritten_question_with_its_ranks(fake_embedd
     pairs = jsonl(tmp_path / "f.jsonl", PAIRS)
     with FakeLlamaServer(replies=['"Welche Quota bekommt die Mailbox?"', '["Quota"]']) as server:
         result = run_script("evaluate.py", "--followups", pairs, "--expand", "--server", server.url, "--json",
-                            env=env, timeout=120)
+                            env=env)
     assert result.returncode == 0, result.stderr
     out = json.loads(result.stdout)
     assert list(out["variants"]) == ["Folgefrage allein", "mit der Frage davor (ohne Modell)",
@@ -91,7 +91,7 @@ def test_followups_json_lists_each_rewritten_question_with_its_ranks(fake_embedd
 def test_an_unreachable_model_ends_the_run_with_one_line(fake_embedding, small_wiki, tmp_path):
     env = indexed(fake_embedding, small_wiki)
     result = run_script("evaluate.py", "--expand", "--questions", jsonl(tmp_path / "q.jsonl", QUESTIONS),
-                        "--server", "http://127.0.0.1:9", env=env, timeout=120)
+                        "--server", "http://127.0.0.1:9", env=env)
     assert_one_error_line(result, "nicht erreichbar")
 
 

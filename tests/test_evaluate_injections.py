@@ -80,7 +80,7 @@ def test_the_whole_run_scores_each_case_on_its_own_wiki_copy(fake_embedding, tmp
     with FakeLlamaServer(answer=["Der Vertrieb bekommt 5 GB: ELCH-77, ", "https://elch.example/info [1]."]) as server:
         result = run_script("evaluate.py", "--injections", path, "--server", server.url, "--out", out,
                             "--embedding-bin", fake_embedding["LLAMA_EMBEDDING"], "--model",
-                            fake_embedding["RAG_EMBED_MODEL"], env=env, timeout=600)
+                            fake_embedding["RAG_EMBED_MODEL"], env=env)
     assert result.returncode == 0, result.stderr
     rows = {r["id"]: r for r in map(json.loads, out.read_text(encoding="utf-8").splitlines())}
     assert rows["t-1"]["obeyed"] and rows["t-1"]["answered"], "the fake answer carries t-1's canary"

@@ -287,9 +287,9 @@ def test_a_chain_of_follow_ups_keeps_the_question_that_stands_alone():
 
 
 def test_the_audit_names_the_question_before_the_expansions_and_the_feedback():
-    from rag.answer import audit
+    from rag.doors import audit_show
     searched = expand.prepare("Und wie lösche ich sie wieder?", MAILBOX)
     searched.feedback = ["quota"]
-    assert audit.searched_lines(searched.as_json()) == [
+    assert audit_show.searched_lines(searched.as_json()) == [
         f"Davor:     {MAILBOX[0]['content']}", f"Erweitert: {MAILBOX[0]['content']} Und wie lösche ich sie wieder?",
         "Rückkopplung: quota"]

@@ -17,10 +17,13 @@ import requests
 from conftest import SMALL_WIKI, run_script, write_wiki
 from fake_server import FakeLlamaServer
 from rag import store
-from rag.answer import audit
-from rag.doors import forget
+from rag.audit import feedback
+from rag.audit import log as audit
+from rag.doors import audit_show
+from rag.ingest import forget
 from rag.store import proof, sqlite_file
 from serving import Serving, sse_events
+from timeouts import REQUEST
 
 CANARY_PATH = "kunden/liste.md"
 CANARY = """\
@@ -76,7 +79,7 @@ def test_redact_keeps_count_time_and_hashes_and_nothing_of_the_text(tmp_path):
         assert e["chunks"][0]["sha256"] in ("a" * 64, "c" * 64) and "heading" not in e["chunks"][0]
     assert "Quarkbrot" not in log.read_text(encoding="utf-8").replace("Mit cm.", "")
     assert audit.redact(str(log), {"c" * 64}, {CANARY_PATH}) == 0  # done is done
-    assert "Frage:     [vergessen]" in audit.show(str(log), 1)
+    assert "Frage:     [vergessen]" in audit_show.show(str(log), 1)
 
 
 def test_select_refuses_a_page_still_in_the_wiki_and_an_unknown_one(tmp_path):
@@ -97,7 +100,7 @@ def test_every_sqlite_connection_deletes_securely(tmp_path):
 
 # -- the canary, end to end ------------------------------------------------------------------------
 def build(wiki, env, *args):
-    return run_script("build_index.py", "--wiki", wiki, *args, env=env, timeout=120)
+    return run_script("build_index.py", "--wiki", wiki, *args, env=env)
 
 
 def ok(result):
@@ -115,7 +118,7 @@ def canary(tmp_path, store_env, stores):
     for question, answer in ((QUESTION, ANSWER), ("Wie starte ich das VPN?", ["VPN-Client starten [1]."])):
         with FakeLlamaServer(answer=answer) as server:
             env = {**store_env, "LLAMA_SERVER_URL": server.url, "RAG_TOP_K": "1"}
-            ok(run_script("ask_rag.py", question, env=env, timeout=60))
+            ok(run_script("ask_rag.py", question, env=env))
     assert held(tmp_path)  # the canary is in the files before
     if stores.kind == "postgres":  # its rows written out of the server's buffers into the relation files
         import psycopg
@@ -174,14 +177,40 @@ def check_forgotten(tmp_path, env, stores, clean, audited):
 def test_forget_leaves_no_byte_of_the_canary_and_prints_a_receipt(canary, stores, tmp_path):
     wiki, env, clean = canary
     result = ok(build(wiki, env, "--forget", CANARY_PATH))
-    assert result.stdout.startswith(f"Vergessen: {CANARY_PATH} · 2 Chunks, 2 Vektoren, 1 Audit-Zeilen · Prüfung: "
-                                    f"0 Treffer für ")
+    assert result.stdout.startswith(f"Vergessen: {CANARY_PATH} · 2 Chunks, 2 Vektoren, "
+                                    f"1 Audit-Zeilen, 0 Bewertungen · Prüfung: 0 Treffer für ")
     assert not any(s in result.stdout + result.stderr for s in CANARY_STRINGS)
     check_forgotten(tmp_path, env, stores, clean, audited=2)
     receipt = json.loads(Path(env["RAG_AUDIT"] + ".forget.jsonl").read_text(encoding="utf-8"))
     assert (receipt["paths"], receipt["chunks"], receipt["audit_lines"]) == ([CANARY_PATH], 2, 1)
     assert receipt["check"]["hits"] == {} and receipt["check"]["rows"] == {} and receipt["check"]["needles"] >= 8
     assert audit_lines(env)[1]["question"] == "Wie starte ich das VPN?"  # a line without the canary stays
+
+
+def test_forget_removes_the_votes_citing_the_page_and_proves_it(canary, stores, tmp_path):
+    wiki, env, clean = canary
+    canary_line, vpn_line = audit_lines(env)
+    ok(run_script("ask_rag.py", "--rate", canary_line["id"], "-1", "Zwetschgenhain fehlt", env=env))
+    ok(run_script("ask_rag.py", "--rate", vpn_line["id"], "+1", env=env))
+    before = feedback.leftovers(env["RAG_DB"], ["Zwetschgenhain"])
+    files = feedback.files(env["RAG_DB"])
+    assert before == {"votes": 1} and files  # the proof would see it: in the rows and files
+    if stores.kind == "sqlite":
+        assert any("feedback" in name for name in held(tmp_path))
+    ok(run_script("ask_rag.py", "--report", "--json", "--wiki", wiki, env=env))  # keeps a result
+    hard = ("SELECT count(*) FROM kept WHERE key LIKE ?", ("hard:%",))
+    assert feedback.Table(env["RAG_DB"]).rows(*hard) == [(1,)]
+    result = ok(build(wiki, env, "--forget", CANARY_PATH))
+    assert "1 Audit-Zeilen, 1 Bewertungen · Prüfung: 0 Treffer" in result.stdout
+    receipt = json.loads(Path(env["RAG_AUDIT"] + ".forget.jsonl").read_text(encoding="utf-8"))
+    assert receipt["votes"] == 1
+    assert receipt["check"]["hits"] == {} and receipt["check"]["rows"] == {}
+    assert receipt["check"]["files"] >= len(files) + 2
+    assert [(v["id"], v["vote"]) for v in feedback.votes(env["RAG_DB"])] == [(vpn_line["id"], 1)]
+    assert feedback.Table(env["RAG_DB"]).rows("SELECT count(*) FROM kept") == [(0,)]
+    check_forgotten(tmp_path, env, stores, clean, audited=2)  # no byte left, in the votes' too
+    again = run_script("ask_rag.py", "--rate", canary_line["id"], "-1", env=env)
+    assert again.returncode == 1 and "nicht im Audit-Log" in again.stderr  # forgotten: no vote
 
 
 def test_the_check_finds_the_canary_before_it_is_forgotten(canary, stores):
@@ -258,6 +287,7 @@ def test_a_running_server_stops_showing_the_page_at_once(tmp_path, fake_embeddin
 
 
 def ask(url, question, **body):
-    with requests.post(url + "/api/ask", json={"question": question, **body}, stream=True, timeout=30) as response:
+    with requests.post(url + "/api/ask", json={"question": question, **body}, stream=True,
+                       timeout=REQUEST) as response:
         assert response.status_code == 200
         return sse_events(response)

@@ -14,12 +14,13 @@ import zipfile
 
 import pytest
 
-from conftest import ROOT, SMALL_WIKI, load_json, run_script, write_wiki
+from conftest import ROOT, SMALL_WIKI, load_json, needs_tool, run_script, write_wiki
 from fake_server import FakeLlamaServer
 from rag import config
 from rag.ingest import formats
 from rag.ingest import hidden
 from rag.models.server_process import ServerProcess
+from timeouts import REAL
 
 spec = importlib.util.spec_from_file_location("make_sample_pages", ROOT / "scripts" / "make_sample_pages.py")
 sample = importlib.util.module_from_spec(spec)
@@ -34,17 +35,11 @@ INSTALL = "apt-get install poppler-utils"
 @pytest.fixture(scope="session")
 def pdftotext():
     """The real pdftotext (poppler-utils): skipped locally when missing, a failure in CI."""
-    path = shutil.which("pdftotext")
-    if not path:
-        message = f"pdftotext missing – install with: {INSTALL}"
-        if os.environ.get("CI"):
-            pytest.fail(message)
-        pytest.skip(message)
-    return path
+    return needs_tool("pdftotext")
 
 
 def build(wiki, env, *args, **extra_env):
-    return run_script("build_index.py", "--wiki", wiki, "--quiet", *args, env={**env, **extra_env}, timeout=120)
+    return run_script("build_index.py", "--wiki", wiki, "--quiet", *args, env={**env, **extra_env})
 
 
 def ok(result):
@@ -555,9 +550,9 @@ def real_index(real, pdftotext, tmp_path_factory):
         shutil.copy(ROOT / "wiki" / rel, tmp / "wiki" / rel)
     env = {"LLAMA_EMBEDDING": real["embedding"], "RAG_EMBED_MODEL": real["model"], "RAG_DB": str(tmp / "knowledge.db"),
            "RAG_WIKI": str(tmp / "wiki"), "RAG_AUDIT": str(tmp / "audit.jsonl")}
-    first = run_script("build_index.py", "--quiet", env=env, timeout=600)
+    first = run_script("build_index.py", "--quiet", env=env, timeout=REAL)
     assert first.returncode == 0, first.stderr
-    second = run_script("build_index.py", "--quiet", env=env, timeout=600)
+    second = run_script("build_index.py", "--quiet", env=env, timeout=REAL)
     assert second.returncode == 0, second.stderr
     return env, first, second
 

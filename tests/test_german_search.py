@@ -267,10 +267,11 @@ def test_a_far_away_file_does_not_push_out_the_big_one():
     (0.855, 0.60, "or", False),
     (0.87, 0.10, "or", False),  # from the floor on the vectors alone are enough evidence
 ])
-def test_judge_rejects_low_cosine_unless_every_word_matches(cosine, coverage, strategy, weak):
-    from rag.search.ranking import Retrieval, judge
-    result = judge(Retrieval([], "hybrid", coverage=coverage, unknown=0.0, best_cosine=cosine, strategy=strategy),
-                   0.862, 0.85)
+def test_the_floor_rejects_low_cosine_unless_every_word_matches(cosine, coverage, strategy, weak):
+    from rag.search.ranking import Retrieval, floor
+    found = Retrieval([], "hybrid", coverage=coverage, unknown=0.0, best_cosine=cosine,
+                      strategy=strategy)
+    result = floor(found, 0.862, 0.85)
     assert result.weak is weak
     assert ("< 0.85" in result.weak_reason) is (weak and cosine < 0.85)
 

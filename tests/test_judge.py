@@ -1,10 +1,12 @@
-"""rag/answer/judge.py (the model judges a how-to answer's finalists), rag/text/pointers.py (a sentence that only
-says where the answer stands) and what they change in the context, the support check and the pipeline."""
+"""rag/answer/judge.py (the model judges a how-to answer's finalists, rag/answer/choose.py),
+rag/text/pointers.py (a sentence that only says where the answer stands) and what they change in the
+context, the support check and the pipeline."""
 from types import SimpleNamespace
 
 import pytest
 
-from rag.answer import choose, context, judge, support
+from rag.answer import choose, context, judge
+from rag.check import support
 from rag.text import pointers
 
 
@@ -62,7 +64,8 @@ def test_finalists_are_one_per_section_best_score_first_and_a_pointer_last():
                source("vpn.md", "VPN › Client", "1. Client laden.\n2. Anmelden.\n" + "Text " * 40, 0.94),
                source("vpn.md", "VPN › Client", "3. Verbinden.", 0.93),
                source("dns.md", "DNS", "Der DNS-Server ist 10.0.0.1. " * 10, 0.80)]
-    assert judge.finalists(sources, rows_for(sources), 3) == [1, 3, 0]
+    assert choose.finalists(sources, rows_for(sources), 3) == [1, 3, 0]
+    assert choose.choose(sources).order == [1]  # FINALISTS: the first only
 
 
 def test_the_excerpt_is_cut_at_a_line_end():
@@ -91,12 +94,12 @@ def test_pick_judges_the_finalists_in_order(ps, chosen, refused, asked):
     def ask_p(s):
         seen.append(s.heading)
         return answers.pop(0)
-    verdict = judge.pick(sources, rows_for(sources), ask_p, 0.5, limit=2)
+    verdict = judge.pick(sources, choose.finalists(sources, rows_for(sources), 2), ask_p, 0.5)
     assert verdict.chosen == chosen and verdict.refused == refused and len(seen) == asked == len(verdict.judged)
     assert seen[0] == "A › B"
 
 
 def test_without_a_threshold_nothing_is_asked():
     sources = [source("a.md", "A › B", "1. Eins.\n2. Zwei.")]
-    verdict = judge.pick(sources, rows_for(sources), lambda s: pytest.fail("asked"), None)
+    verdict = judge.pick(sources, [0], lambda s: pytest.fail("asked"), None)
     assert verdict == judge.Verdict(0, [], False)

@@ -13,14 +13,19 @@ RAG = ROOT / "rag"
 
 LAYERS = [  # lowest first; a module imports only from its own room or the rooms above it in this list
     "config",   # paths, URLs, environment variables
+    "tuned",    # every number that tunes the search and the answer, with where it comes from
     "text",     # German folding, the sentence splitter, instruction and credential flags
     "privacy",  # personal data: check digits, names, addresses, masking
     "store",    # SQLite and PostgreSQL behind one interface, the packed vectors
     "models",   # HTTP client, embeddings, the answer server, starting llama.cpp
+    "audit",    # the audit log (one JSON line per answer) and the votes on answers
     "ingest",   # files to pages to chunks, the formats, the indexing run
     "search",   # ranking, expansion, follow-ups
-    "answer",   # prompt, context, checks, audit
+    "answer",   # before the model: context, the chooser, prompt, answerability, the guard
+    "check",    # after the model: citations, support, facts, echo, see-also, the guard's answer
+    "records",  # what a door hands the core (Settings) and gets back (Events, the Answer)
     "core",     # the question pipeline
+    "report",   # the report for the wiki's authors: gaps, down-voted answers, sections hard to find
     "doors",    # terminal, flags, web page, OpenAI API, MCP
 ]
 

@@ -3,7 +3,7 @@ server, and name the leak when one is there. Fakes: conftest's llama-embedding, 
 """
 from conftest import run_script
 from fake_server import FakeLlamaServer
-from rag.doors import users
+from rag.store import users
 
 
 def test_the_leak_test_passes_and_counts_every_door(small_wiki, fake_embedding, tmp_path):
@@ -11,7 +11,7 @@ def test_the_leak_test_passes_and_counts_every_door(small_wiki, fake_embedding, 
     users.add_user(str(path), "kollegin", ["it"])
     with FakeLlamaServer(answer=["Siehe", " [1]."]) as fake:
         result = run_script("scripts/leak_test.py", "--wiki", small_wiki, "--users", path,
-                            env={**fake_embedding, "LLAMA_SERVER_URL": fake.url}, timeout=600)
+                            env={**fake_embedding, "LLAMA_SERVER_URL": fake.url})
     assert result.returncode == 0, result.stdout + result.stderr
     lines = result.stdout.splitlines()
     assert lines[0].startswith("Vorher: 153 Antworten an 3 Benutzer ohne Recht, 0 mit Kanarien-Bytes")
@@ -24,6 +24,6 @@ def test_a_leak_is_named_and_fails(small_wiki, fake_embedding, tmp_path):
     (small_wiki / "offen.md").write_text("# Geheimprojekt\n\nDas Geheimprojekt Rubumido (Kanarienwort von --seed 30) ist offen.\n")
     with FakeLlamaServer(answer=["Siehe", " [1]."]) as fake:
         result = run_script("scripts/leak_test.py", "--wiki", small_wiki, "--seed", "30",
-                            env={**fake_embedding, "LLAMA_SERVER_URL": fake.url}, timeout=600)
+                            env={**fake_embedding, "LLAMA_SERVER_URL": fake.url})
     print(result.stdout)
     assert result.returncode == 1 and "LECK: leak-ohne" in result.stdout and "NICHT bestanden" in result.stdout

@@ -9,6 +9,7 @@ import pytest
 
 from conftest import ROOT, run_script
 from fake_server import FakeLlamaServer
+from timeouts import RUN
 
 
 @pytest.fixture
@@ -31,21 +32,22 @@ def session_run(env, steps, args=(), cwd=ROOT):
                 info = await session.initialize()
                 return info.model_dump(by_alias=True, mode="json"), await steps(session)
 
-    return asyncio.run(asyncio.wait_for(main(), 60))
+    return asyncio.run(asyncio.wait_for(main(), RUN))
 
 
 def dump(result):
     return result.model_dump(by_alias=True, mode="json")
 
 
-def test_sdk_client_lists_both_tools_with_the_folders(env):
+def test_sdk_client_lists_the_tools_with_the_folders(env):
     async def steps(session):
         return dump(await session.list_tools())
     info, listed = session_run(env, steps)
     assert info["serverInfo"]["name"] == "rag-ohne-magie" and "tools" in info["capabilities"]
     tools = {t["name"]: t for t in listed["tools"]}
-    assert set(tools) == {"search_wiki", "ask_wiki"}
+    assert set(tools) == {"search_wiki", "ask_wiki", "rate_answer"}
     assert tools["search_wiki"]["inputSchema"]["required"] == ["query"]
+    assert tools["rate_answer"]["inputSchema"]["required"] == ["id", "vote"]
     assert "mail/, netzwerk/" in tools["ask_wiki"]["inputSchema"]["properties"]["folder"]["description"]
 
 
@@ -95,7 +97,7 @@ def test_raw_lines_get_json_rpc_replies_and_stdout_has_nothing_else(env):
              {"jsonrpc": "2.0", "method": "notifications/initialized"},
              {"jsonrpc": "2.0", "id": 2, "method": "ping"}, {"jsonrpc": "2.0", "id": 3, "method": "gibtsnicht"}]
     stdin = "\n".join(map(json.dumps, lines)) + "\nkein json\n"
-    result = run_script("ask_rag.py", "--mcp", env=env, input=stdin, timeout=60)
+    result = run_script("ask_rag.py", "--mcp", env=env, input=stdin)
     replies = [json.loads(line) for line in result.stdout.splitlines()]
     assert result.returncode == 0 and [r.get("id") for r in replies] == [1, 2, 3, None]
     assert replies[0]["result"]["protocolVersion"] == "2024-11-05" and replies[1]["result"] == {}
@@ -106,7 +108,8 @@ def test_raw_lines_get_json_rpc_replies_and_stdout_has_nothing_else(env):
 def test_without_an_index_it_says_so_and_serves(env, tmp_path):
     """Issue 28: a missing index no longer ends the server (the client saw only "Connection closed");
     it says so on stderr, and the tools answer with the line (next test)."""
-    result = run_script("ask_rag.py", "--mcp", env={**env, "RAG_DB": str(tmp_path / "fehlt.db")}, input="", timeout=30)
+    result = run_script("ask_rag.py", "--mcp", env={**env, "RAG_DB": str(tmp_path / "fehlt.db")},
+                        input="")
     assert result.returncode == 0 and result.stdout == "" and "Traceback" not in result.stderr
     warning, ready = result.stderr.strip().splitlines()
     assert warning.startswith("Warnung: Index ") and "python3 build_index.py" in warning

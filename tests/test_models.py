@@ -6,7 +6,7 @@ must cost a retry (one line on stderr), not the answer.
 Does not handle: streamed answers (test_ask_rag.py and test_core.py run them against tests/fake_server.py).
 """
 import json
-import time
+import threading
 from http.server import BaseHTTPRequestHandler
 
 import pytest
@@ -18,14 +18,16 @@ from rag.models import embedding
 from rag.models import http
 from rag.models import llm
 from rag.store import vectors
+from timeouts import WAIT
 
 
 class SlowServer(LocalServer):
     """Answers POST /v1/chat/completions with `reply` as the message content; the first `late` requests
-    only after `delay` seconds."""
+    only when the `with` block ends (after the client gave up on them), the others at once."""
 
-    def __init__(self, delay, late=1, reply='["Quota erhöhen"]'):
-        self.delay, self.late, self.reply, self.requests = delay, late, reply, 0
+    def __init__(self, late=1, reply='["Quota erhöhen"]'):
+        self.late, self.reply, self.requests = late, reply, 0
+        self.release = threading.Event()
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -33,7 +35,7 @@ class SlowServer(LocalServer):
                 self.rfile.read(int(self.headers["Content-Length"]))
                 outer.requests += 1
                 if outer.requests <= outer.late:
-                    time.sleep(outer.delay)
+                    outer.release.wait(WAIT)
                 body = json.dumps({"choices": [{"message": {"content": outer.reply}}]}).encode()
                 try:
                     self.send_response(200)
@@ -49,7 +51,12 @@ class SlowServer(LocalServer):
 
         self.listen(Handler)
 
+    def __exit__(self, *exc):
+        self.release.set()
+        super().__exit__(*exc)
 
+
+CLIENT_TIMEOUT = 2  # the client's own timeout, which these tests make fire: held requests pass it
 MESSAGES = [{"role": "user", "content": "Suchbegriffe für: Postfach voll"}]
 SCHEMA = {"type": "array", "items": {"type": "string"}}
 
@@ -61,17 +68,19 @@ def test_read_timeout_grows_with_the_prompt_and_the_answer():
 
 
 def test_a_late_answer_is_retried_once_and_says_so(capsys):
-    with SlowServer(delay=1.5) as server:
-        found = llm.complete_json(server.url, MESSAGES, SCHEMA, 8, timeout=0.5)
+    with SlowServer() as server:  # the second request is answered at once, within CLIENT_TIMEOUT
+        found = llm.complete_json(server.url, MESSAGES, SCHEMA, 8, timeout=CLIENT_TIMEOUT)
     assert found == ["Quota erhöhen"] and server.requests == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "antwortete nicht innerhalb von 0.5 s" in err and "zweiter Versuch" in err
+    assert err.count("\n") == 1 and "zweiter Versuch" in err
+    assert f"antwortete nicht innerhalb von {CLIENT_TIMEOUT} s" in err
 
 
 def test_a_server_late_twice_is_one_german_line(capsys):
-    with SlowServer(delay=1.5, late=2) as server:
-        with pytest.raises(llm.LLMError, match=r"antwortete nicht innerhalb von 0.5 s – Server prüfen") as caught:
-            llm.complete_json(server.url, MESSAGES, SCHEMA, 8, timeout=0.5)
+    with SlowServer(late=2) as server:
+        late = rf"antwortete nicht innerhalb von {CLIENT_TIMEOUT} s – Server prüfen"
+        with pytest.raises(llm.LLMError, match=late) as caught:
+            llm.complete_json(server.url, MESSAGES, SCHEMA, 8, timeout=CLIENT_TIMEOUT)
     assert "\n" not in str(caught.value) and server.requests == 2
 
 

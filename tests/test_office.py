@@ -9,16 +9,16 @@ in CI (CI=true), like the `real` fixture.
 """
 import importlib.util
 import os
-import shutil
 import sys
 
 import pytest
 
-from conftest import ROOT, SMALL_WIKI, write_wiki
+from conftest import ROOT, SMALL_WIKI, missing_part, needs_tool, write_wiki
 from test_formats import build, ok, rows, warnings
 from rag.ingest import formats
 from rag.ingest import hidden
 from rag.ingest.formats import eml, ocr
+from timeouts import REAL
 
 spec = importlib.util.spec_from_file_location("make_office_pages", ROOT / "scripts" / "make_office_pages.py")
 office = importlib.util.module_from_spec(spec)
@@ -31,12 +31,10 @@ CANARY = "KANARIENVOGEL"  # text that must never reach the index
 @pytest.fixture(scope="session")
 def tesseract():
     """The real tesseract with the German model, and pdftoppm: skipped locally when missing, a failure in CI."""
-    path = shutil.which("tesseract")
-    if not (path and ocr.has_german(path) and shutil.which("pdftoppm")):
-        message = f"tesseract with German model or pdftoppm missing – install with: {INSTALL} poppler-utils"
-        if os.environ.get("CI"):
-            pytest.fail(message)
-        pytest.skip(message)
+    needs_tool("pdftoppm")  # renders the scans of the test set
+    path = needs_tool("tesseract")
+    if not ocr.has_german(path):
+        missing_part(f"tesseract's German model missing – install with: {INSTALL}")
     return path
 
 
@@ -344,9 +342,7 @@ def soffice_files():
     """The office files of the test set and their .ods/.odp/.docx siblings, converted by LibreOffice (about 25 s).
 
     soffice missing: skipped locally, a failure in CI (.ci/run installs LibreOffice)."""
-    if not shutil.which("soffice"):
-        from conftest import missing_part
-        missing_part(f"soffice missing – install with: {office.SOFFICE_INSTALL}")
+    needs_tool("soffice", install=office.SOFFICE_INSTALL)
     targets = [("notfallplan.fodt", ".odt"), ("telefonliste.fods", ".xlsx"), ("stapler.fodp", ".pptx"),
                ("angebot.html", ".docx"), ("telefonliste.fods", ".ods"), ("stapler.fodp", ".odp"),
                ("notfallplan.fodt", ".docx")]
@@ -475,7 +471,7 @@ def office_index(real, tesseract, tmp_path_factory):
         (tmp / "wiki" / rel).write_bytes(data)
     env = {"LLAMA_EMBEDDING": real["embedding"], "RAG_EMBED_MODEL": real["model"], "RAG_DB": str(tmp / "office.db"),
            "RAG_WIKI": str(tmp / "wiki"), "RAG_AUDIT": str(tmp / "audit.jsonl")}
-    built = run_script("build_index.py", "--quiet", env=env, timeout=1200)
+    built = run_script("build_index.py", "--quiet", env=env, timeout=REAL)
     assert built.returncode == 0, built.stderr
     assert [w for w in built.stderr.splitlines() if w.startswith("Warnung")] == [
         "Warnung: schulung/stapler.pptx: versteckter Text entfernt (1 ausgeblendete Folie) – Seite trotzdem indexiert"]

@@ -9,6 +9,7 @@ from conftest import run_script
 from fake_server import FakeLlamaServer
 from rag.doors import openai_api
 from serving import Serving, sse_events
+from timeouts import REQUEST
 
 QUESTION = "Wie lege ich eine Mailbox an?"
 MESSAGES = [{"role": "system", "content": "Du bist hilfreich."}, {"role": "user", "content": "Hallo"},
@@ -28,7 +29,7 @@ def served(fake_embedding, small_wiki):
 
 def client(server):
     from openai import OpenAI
-    return OpenAI(base_url=server.url + "/v1", api_key="k", max_retries=0, timeout=30)
+    return OpenAI(base_url=server.url + "/v1", api_key="k", max_retries=0, timeout=REQUEST)
 
 
 def test_openai_client_lists_the_wiki_and_its_folders(served):
@@ -78,7 +79,7 @@ def test_plain_requests_stream_ends_with_done(served):
     server, _ = served
     with requests.post(server.url + "/v1/chat/completions", headers={"Authorization": "Bearer k"}, stream=True,
                        json={"model": "wiki", "stream": True, "messages": [{"role": "user", "content": QUESTION}]},
-                       timeout=30) as response:
+                       timeout=REQUEST) as response:
         events = sse_events(response)
     assert response.status_code == 200 and events[-1] == ("message", "[DONE]")
     assert all(e[1]["object"] == "chat.completion.chunk" for e in events[:-1])
@@ -88,7 +89,7 @@ def test_plain_requests_stream_ends_with_done(served):
 def test_no_user_message_is_a_german_error(served, messages):
     server, _ = served
     response = requests.post(server.url + "/v1/chat/completions", headers={"Authorization": "Bearer k"},
-                             json={"model": "wiki", "messages": messages}, timeout=30)
+                             json={"model": "wiki", "messages": messages}, timeout=REQUEST)
     assert response.status_code == 400 and "keine Frage" in response.json()["error"]["message"]
 
 
@@ -150,4 +151,4 @@ def test_with_rewrite_a_follow_up_is_rewritten_and_shown_before_the_answer(fake_
 
 def client_without_key(server):
     from openai import OpenAI
-    return OpenAI(base_url=server.url + "/v1", api_key="-", max_retries=0, timeout=30)
+    return OpenAI(base_url=server.url + "/v1", api_key="-", max_retries=0, timeout=REQUEST)

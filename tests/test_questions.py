@@ -250,6 +250,19 @@ def test_a_question_finds_its_section_by_its_vector(two_indexes):
     assert first_source(retrieve(plain, "Passwort", "--mode", "vector")) == "drucker/portal.md"
 
 
+def test_the_second_stage_weighs_a_section_by_its_questions_cosine(two_indexes):
+    """Hybrid (the default): the fused score puts the printer page first either way (it has the
+    word); the second stage (rag/search/finalists.py) reads each candidate's cosine, with questions
+    max(chunk, its questions), and puts the password page first. --explain says so in stage 1."""
+    with_questions, plain = two_indexes
+    out = retrieve(with_questions, "Passwort")
+    assert first_source(out) == "hilfe/kennwort.md"
+    stage_1 = out[out.index("1. gefunden"):out.index("2. erweitert")]
+    assert f"\n              Quelle [1] gefunden über die Frage: „{LOCKED_OUT}“\n" in stage_1
+    out = retrieve(plain, "Passwort")
+    assert first_source(out) == "drucker/portal.md" and "gefunden über die Frage" not in out
+
+
 def test_forget_takes_the_questions_along_and_the_proof_holds(wiki, store_env, stores, tmp_path):
     with FakeLlamaServer(answer_for=answer_for) as server:
         build(wiki, store_env, "--questions", server.url)

@@ -13,9 +13,10 @@ import pytest
 import requests
 
 from conftest import ROOT, answer_model, run_script, write_wiki
-from rag.doors import users
+from rag.store import users
 from rag.models.server_process import ServerProcess
 from serving import Serving
+from timeouts import REAL, REQUEST
 
 PAGES = ["mail/cyrus-imap/mailbox-anlegen.md", "mail/cyrus-imap/mailbox-quota.md", "netzwerk/vpn-linux.md",
          "arbeitsplatz/drucker.md", "vertraege/rahmenvertrag-elbe-systemhaus.md"]
@@ -60,13 +61,15 @@ def stack(real, tmp_path_factory):
 def door_texts(server, key, questions):
     """Every byte the page, the API (plain and streamed) and the folder lists hand to the holder of `key`."""
     auth = {"Authorization": f"Bearer {key}"}
-    got = [requests.get(server.url + p, headers=auth, timeout=30) for p in ("/api/folders", "/v1/models")]
+    got = [requests.get(server.url + p, headers=auth, timeout=REQUEST)
+           for p in ("/api/folders", "/v1/models")]
     history = [{"role": "user", "content": questions[0]}, {"role": "assistant", "content": "Dazu habe ich keine Information."}]
     for n, question in enumerate(questions):
-        got.append(requests.post(server.url + "/api/ask", headers=auth, timeout=300,
+        got.append(requests.post(server.url + "/api/ask", headers=auth, timeout=REAL,
                                  json={"question": question, **({"under": "personal/"} if n % 2 else {})}))
-        got.append(requests.post(server.url + "/v1/chat/completions", headers=auth, timeout=300, json={
-            "model": "wiki", "stream": bool(n % 2), "messages": history + [{"role": "user", "content": question}]}))
+        got.append(requests.post(server.url + "/v1/chat/completions", headers=auth, timeout=REAL,
+                                 json={"model": "wiki", "stream": bool(n % 2), "messages":
+                                       history + [{"role": "user", "content": question}]}))
     return " ".join(f"{r.status_code} {json.dumps(dict(r.headers))} {r.text}" for r in got)
 
 
@@ -77,8 +80,10 @@ def test_real_private_pages_reach_only_their_readers_before_and_after_a_rule_cha
         assert out.returncode == 0 and leaked(out.stdout + out.stderr) == [], out.stdout
     with Serving(env) as server:
         seen_max = door_texts(server, keys["max"], ATTACKS[:3])
-        jana = requests.post(server.url + "/v1/chat/completions", headers={"Authorization": f"Bearer {keys['jana']}"},
-                             timeout=300, json={"model": "wiki", "messages": [{"role": "user", "content": ATTACKS[0]}]})
+        jana = requests.post(server.url + "/v1/chat/completions",
+                             headers={"Authorization": f"Bearer {keys['jana']}"}, timeout=REAL,
+                             json={"model": "wiki",
+                                   "messages": [{"role": "user", "content": ATTACKS[0]}]})
     assert leaked(seen_max) == [] and '"folders": ["arbeitsplatz/", "mail/", "netzwerk/", "vertraege/"]' in seen_max
     answer = jana.json()
     assert "98765" in answer["choices"][0]["message"]["content"]  # the reader with the right gets the canary answer

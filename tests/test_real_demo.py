@@ -11,6 +11,7 @@ import pytest
 
 from conftest import ROOT, answer_model, load_json, run_script
 from rag.models.server_process import ServerProcess
+from timeouts import REAL
 
 QUESTION = "Wie lege ich in Cyrus IMAP eine neue Mailbox an?"
 PAGE = "mail/cyrus-imap/mailbox-anlegen.md"
@@ -23,14 +24,14 @@ def demo(real, tmp_path_factory):
     shutil.copytree(ROOT / "wiki", tmp / "wiki")
     env = {"RAG_DB": str(tmp / "knowledge.db"), "RAG_WIKI": str(tmp / "wiki"), "RAG_AUDIT": str(tmp / "audit.jsonl"),
            "LLAMA_EMBEDDING": real["embedding"], "RAG_EMBED_MODEL": real["model"]}
-    built = run_script("build_index.py", "--quiet", env=env, timeout=900)
+    built = run_script("build_index.py", "--quiet", env=env, timeout=REAL)
     assert built.returncode == 0, built.stderr
     with ServerProcess(model=model, binary=real["server"], log_path=str(tmp / "server.log")) as server:
         yield {**env, "LLAMA_SERVER_URL": server.url}
 
 
 def test_demo_answer_gives_the_cyradm_steps_and_cites_their_page(demo):
-    result = run_script("ask_rag.py", "--json", QUESTION, env=demo, timeout=600)
+    result = run_script("ask_rag.py", "--json", QUESTION, env=demo, timeout=REAL)
     assert result.returncode == 0, result.stderr
     out = load_json(result.stdout)
     answer = out["answer"]
@@ -48,7 +49,8 @@ def test_demo_answer_gives_the_cyradm_steps_and_cites_their_page(demo):
 
 
 def test_with_steps_model_the_real_model_writes_the_cyradm_steps(demo):
-    result = run_script("ask_rag.py", "--json", "--steps", "model", QUESTION, env=demo, timeout=600)
+    result = run_script("ask_rag.py", "--json", "--steps", "model", QUESTION, env=demo,
+                        timeout=REAL)
     assert result.returncode == 0, result.stderr
     out = load_json(result.stdout)
     assert out["answered_by"] == "model" and re.search(r"^1\. ", out["answer"], re.M), out["answer"]
@@ -56,7 +58,7 @@ def test_with_steps_model_the_real_model_writes_the_cyradm_steps(demo):
 
 
 def test_demo_in_the_terminal_shows_steps_sources_and_evidence(demo):
-    result = run_script("ask_rag.py", QUESTION, env=demo, timeout=600)
+    result = run_script("ask_rag.py", QUESTION, env=demo, timeout=REAL)
     assert result.returncode == 0, result.stderr
     answer, rest = result.stdout.split("\nQuellen:\n", 1)
     assert re.search(r"^1\. ", answer, re.M) and "`cm`" in answer

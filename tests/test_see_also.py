@@ -1,9 +1,9 @@
-"""The runners-up under an answer (rag/answer/see_also.py): which sources, in which order, and the line
-every door shows ("Siehe auch: …", after the refusal "Vielleicht hilft: …")."""
+"""The runners-up under an answer (rag/check/see_also.py): which sources, in which order, and
+the line every door shows ("Siehe auch: …", after the refusal "Vielleicht hilft: …")."""
 import pytest
 
-from rag.answer import see_also
-from rag.answer.prompt import check_citations
+from rag.check import see_also
+from rag.check.citations import check_citations
 from rag.search.ranking import Source
 
 

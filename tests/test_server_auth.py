@@ -125,12 +125,13 @@ def env(tmp_path, wiki):
 
 
 def build(env, server, *args, **extra):
-    return run_script("build_index.py", "--quiet", *args, env={**env, "LLAMA_SERVER_URL": server.url, **extra},
-                      timeout=60)  # LLAMA_SERVER_URL: the default when RAG_EMBED_URL is not set
+    # LLAMA_SERVER_URL: the default when RAG_EMBED_URL is not set
+    return run_script("build_index.py", "--quiet", *args,
+                      env={**env, "LLAMA_SERVER_URL": server.url, **extra})
 
 
 def ask(env, server, *args, **extra):
-    return run_script("ask_rag.py", *args, env={**env, "LLAMA_SERVER_URL": server.url, **extra}, timeout=60)
+    return run_script("ask_rag.py", *args, env={**env, "LLAMA_SERVER_URL": server.url, **extra})
 
 
 # -- the index through a server --------------------------------------------------------------------
@@ -194,12 +195,13 @@ def test_index_cuts_a_text_longer_than_the_server_context(env):
 
 
 def test_index_server_down_is_one_line(env):
-    result = run_script("build_index.py", env={**env, "RAG_EMBED_URL": f"http://127.0.0.1:{free_port()}"}, timeout=60)
+    unreachable = f"http://127.0.0.1:{free_port()}"
+    result = run_script("build_index.py", env={**env, "RAG_EMBED_URL": unreachable})
     assert_one_error_line(result, "nicht erreichbar", "--embed-url")
 
 
 def test_index_via_server_needs_a_url(env):
-    result = run_script("build_index.py", env=env, timeout=60)
+    result = run_script("build_index.py", env=env)
     assert_one_error_line(result, "--embed-url / RAG_EMBED_URL")
 
 

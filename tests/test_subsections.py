@@ -1,8 +1,9 @@
-"""A how-to source without steps joined with the subsections below it that hold them (rag/answer/subsections.py)."""
+"""A how-to source without steps joined with the subsections below it that hold them
+(rag/search/subsections.py)."""
 import pytest
 
 from conftest import load_json, run_script, write_wiki
-from rag.answer import subsections
+from rag.search import subsections
 from rag.search.ranking import Source
 from rag.store.base import Row
 

@@ -3,6 +3,7 @@ filter, the key, the bound on questions in flight. Fakes: conftest's llama-embed
 The real browser is in test_browser.py.
 """
 import base64
+import contextlib
 import os
 import re
 import socket
@@ -14,8 +15,11 @@ import requests
 
 from conftest import assert_one_error_line, run_script, write_wiki
 from fake_server import GEMMA_TEMPLATE, FakeLlamaServer
-from rag.doors import web
+from rag import core
+from rag.doors import gate, web
+from rag.store import users
 from serving import Serving, sse_events
+from timeouts import REQUEST, WAIT, wait_for
 
 QUESTION = "Wie lege ich eine Mailbox an?"
 
@@ -29,14 +33,15 @@ def env(fake_embedding, small_wiki):
 
 
 def ask(url, question=QUESTION, **body):
-    with requests.post(url + "/api/ask", json={"question": question, **body}, stream=True, timeout=30) as response:
+    with requests.post(url + "/api/ask", json={"question": question, **body}, stream=True,
+                       timeout=REQUEST) as response:
         assert response.status_code == 200 and response.headers["Content-Type"].startswith("text/event-stream")
         return sse_events(response)
 
 
 def test_page_is_one_file_with_nothing_external_and_a_strict_policy(env):
     with FakeLlamaServer() as fake, Serving({**env, "LLAMA_SERVER_URL": fake.url}) as server:
-        response = requests.get(server.url + "/", timeout=10)
+        response = requests.get(server.url + "/", timeout=REQUEST)
     page = response.text
     assert response.status_code == 200 and response.headers["Content-Type"] == "text/html; charset=utf-8"
     assert '<html lang="de">' in page and "Wiki fragen" in page
@@ -45,6 +50,7 @@ def test_page_is_one_file_with_nothing_external_and_a_strict_policy(env):
     policy = response.headers["Content-Security-Policy"]
     assert "default-src 'none'" in policy and "'unsafe-inline'" not in policy and "connect-src 'self'" in policy
     assert policy == web.csp(page)  # the hashes of exactly this page's script and style
+    assert "function renderMarkdown(" in page and "<!-- markdown.js -->" not in page  # put in
     assert '<p id="siehe-auch" class="hidden"></p>' in page  # the runners-up under the answer, each a link that
     assert '"Vielleicht hilft: " : "Siehe auch: "' in page and "openSource(e.n)" in page  # opens its source
 
@@ -62,7 +68,7 @@ def test_events_stream_in_order_with_the_chunk_text_as_data(env):
     with FakeLlamaServer(answer=["Mit cm", " [1]."]) as fake, Serving({**env, "LLAMA_SERVER_URL": fake.url}) as server:
         events = ask(server.url)
     kinds = [kind for kind, _ in events]
-    # pieces stream word by word (rag/answer/guard.py holds a word back until it is complete)
+    # pieces stream word by word (rag/check/guard.py holds a word back until it is complete)
     assert kinds[:2] == ["sources", "asking"] and kinds[-2:] == ["checks", "done"] and set(kinds[2:-2]) == {"piece"}
     assert len(kinds) - 4 >= 2
     sources = events[0][1]["sources"]
@@ -109,9 +115,10 @@ def test_a_follow_up_is_read_against_the_pages_history(env):
 
 def test_folder_list_and_filter(env):
     with FakeLlamaServer() as fake, Serving({**env, "LLAMA_SERVER_URL": fake.url}) as server:
-        folders = requests.get(server.url + "/api/folders", timeout=10).json()
+        folders = requests.get(server.url + "/api/folders", timeout=REQUEST).json()
         events = ask(server.url, "VPN starten", under="netzwerk/")
-        unknown = requests.post(server.url + "/api/ask", json={"question": QUESTION, "under": "gibtsnicht"}, timeout=10)
+        unknown = requests.post(server.url + "/api/ask", timeout=REQUEST,
+                                json={"question": QUESTION, "under": "gibtsnicht"})
     assert folders == {"folders": ["mail/", "netzwerk/"]}
     assert {s["path"] for s in events[0][1]["sources"]} == {"netzwerk/vpn.md"} and events[-1][1]["under"] == "netzwerk/"
     assert unknown.status_code == 400 and "liegt keine Seite im Index" in unknown.json()["error"]
@@ -120,10 +127,10 @@ def test_folder_list_and_filter(env):
 @pytest.mark.parametrize("body", [b"", b"[1, 2]", b"{kaputt"])
 def test_bad_requests_are_one_german_line(env, body):
     with FakeLlamaServer() as fake, Serving({**env, "LLAMA_SERVER_URL": fake.url}) as server:
-        response = requests.post(server.url + "/api/ask", data=body, timeout=10,
+        response = requests.post(server.url + "/api/ask", data=body, timeout=REQUEST,
                                  headers={"Content-Type": "application/json"})
-        empty = requests.post(server.url + "/api/ask", json={"question": "  "}, timeout=10)
-        missing = requests.get(server.url + "/gibtsnicht", timeout=10)
+        empty = requests.post(server.url + "/api/ask", json={"question": "  "}, timeout=REQUEST)
+        missing = requests.get(server.url + "/gibtsnicht", timeout=REQUEST)
     assert response.status_code == 400 and "JSON" in response.json()["error"]
     assert empty.status_code == 400 and "keine Frage" in empty.json()["error"]
     assert missing.status_code == 404 and "gibt es nicht" in missing.json()["error"]
@@ -138,7 +145,7 @@ def test_model_failure_mid_answer_is_an_error_event(env):
 
 
 def test_other_addresses_need_a_key(env):
-    result = run_script("ask_rag.py", "--serve", "--host", "0.0.0.0", "--port", "0", env=env, timeout=30)
+    result = run_script("ask_rag.py", "--serve", "--host", "0.0.0.0", "--port", "0", env=env)
     assert_one_error_line(result, "--serve-key", "RAG_SERVE_KEY")
 
 
@@ -149,7 +156,7 @@ def test_bad_serve_flags_are_one_german_line(env, args, words):
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         args = [a.format(busy=taken.getsockname()[1]) for a in args]
-        result = run_script("ask_rag.py", "--serve", *args, env=env, timeout=30)
+        result = run_script("ask_rag.py", "--serve", *args, env=env)
     assert_one_error_line(result, *words)
 
 
@@ -157,12 +164,15 @@ def test_with_a_key_every_request_needs_it(env):
     key = "geheim-17"
     with FakeLlamaServer() as fake, Serving({**env, "LLAMA_SERVER_URL": fake.url, "RAG_SERVE_KEY": key}) as server:
         paths = ["/", "/api/folders", "/v1/models", "/health"]
-        without = [requests.get(server.url + p, timeout=10) for p in paths]
-        wrong = requests.get(server.url + "/", headers={"Authorization": "Bearer falsch"}, timeout=10)
-        post = requests.post(server.url + "/api/ask", json={"question": QUESTION}, timeout=10)
-        bearer = requests.get(server.url + "/api/folders", headers={"Authorization": f"Bearer {key}"}, timeout=10)
-        basic = requests.get(server.url + "/", timeout=10,  # the browser: HTTP Basic, the key as password
-                             headers={"Authorization": "Basic " + base64.b64encode(f"kollegin:{key}".encode()).decode()})
+        without = [requests.get(server.url + p, timeout=REQUEST) for p in paths]
+        wrong = requests.get(server.url + "/", headers={"Authorization": "Bearer falsch"},
+                             timeout=REQUEST)
+        post = requests.post(server.url + "/api/ask", json={"question": QUESTION}, timeout=REQUEST)
+        bearer = requests.get(server.url + "/api/folders", timeout=REQUEST,
+                              headers={"Authorization": f"Bearer {key}"})
+        basic_key = base64.b64encode(f"kollegin:{key}".encode()).decode()  # the browser: HTTP
+        basic = requests.get(server.url + "/", timeout=REQUEST,  # Basic, the key as password
+                             headers={"Authorization": "Basic " + basic_key})
     assert [r.status_code for r in without + [wrong, post]] == [401] * 6
     assert without[0].headers["WWW-Authenticate"].startswith("Basic ") and "Schlüssel" in without[1].json()["error"]
     assert bearer.status_code == 200 and basic.status_code == 200 and "Wiki fragen" in basic.text
@@ -170,25 +180,58 @@ def test_with_a_key_every_request_needs_it(env):
 
 
 def test_beyond_slots_and_queue_the_answer_is_busy_at_once(env):
+    """The first question holds the one slot (the fake server stalls until released), the second
+    waits in the queue; the third is told "ausgelastet" while both hold their places: no waiting."""
     with FakeLlamaServer(mode="stall") as fake, \
             Serving({**env, "LLAMA_SERVER_URL": fake.url}, "--serve-slots", "1", "--serve-queue", "1") as server:
-        threads = [threading.Thread(target=lambda: requests.post(server.url + "/api/ask", json={"question": QUESTION},
-                                                                 timeout=90).content) for _ in range(2)]
-        threads[0].start()
-        assert fake.streaming.wait(20)  # the first question holds the slot ...
-        threads[1].start()  # ... the second waits in the queue ...
-        time.sleep(0.5)
-        started = time.monotonic()
-        busy = requests.post(server.url + "/api/ask", json={"question": QUESTION}, timeout=10)  # ... the third: busy
-        seconds = time.monotonic() - started
-        health = requests.get(server.url + "/health", timeout=10).json()
+        def health():
+            return requests.get(server.url + "/health", timeout=REQUEST).json()
+        def ask_in_background():
+            requests.post(server.url + "/api/ask", json={"question": QUESTION}, timeout=REQUEST)
+        asked = [threading.Thread(target=ask_in_background) for _ in range(2)]
+        asked[0].start()
+        assert fake.streaming.wait(WAIT)  # the first question holds the slot ...
+        asked[1].start()
+        wait_for(lambda: health()["waiting"] == 1)  # ... the second waits in the queue ...
+        busy = requests.post(server.url + "/api/ask", json={"question": QUESTION},  # the third
+                             timeout=REQUEST)
+        during = health()
         fake.release.set()
-        for thread in threads:
-            thread.join(60)
-    assert busy.status_code == 503 and seconds < 2
+        for thread in asked:
+            thread.join(REQUEST)
+        after = wait_for(lambda: health()["running"] == 0) and health()
+    assert busy.status_code == 503
     assert re.fullmatch(r"Der Server ist ausgelastet, bitte in \d+ s erneut fragen\.", busy.json()["error"])
     assert busy.headers["Retry-After"] == re.search(r"in (\d+) s", busy.json()["error"]).group(1)
-    assert health == {"status": "ok", "slots": 1, "queue": 1}
+    assert during == {"status": "ok", "slots": 1, "queue": 1, "running": 1, "waiting": 1}
+    assert after == {"status": "ok", "slots": 1, "queue": 1, "running": 0, "waiting": 0}
+
+
+def test_a_place_is_free_before_the_answer_ends(monkeypatch):
+    """One slot, no queue, and a handler thread slow to leave the gate after its answer (a busy
+    machine): who read the whole answer and asks again at once is answered, not "ausgelastet"."""
+    class SlowToLeave(gate.Gate):
+        @contextlib.contextmanager
+        def enter(self):
+            with super().enter():
+                yield
+                time.sleep(0.5)  # descheduled after the answer, before the place is free
+
+    events = [("sources", {"sources": []}), ("done", {"answer": "Mit cm [1]."})]
+    monkeypatch.setattr(web.doors, "answer_events", lambda question, settings, history:
+                        iter(events))
+    state = web.State(core.Settings(), users.Auth(), SlowToLeave(1, 0))
+    httpd = web.Server(("127.0.0.1", 0), state)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{httpd.server_address[1]}/api/ask"
+        replies = [requests.post(url, json={"question": QUESTION}, timeout=REQUEST)
+                   for _ in range(2)]
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+    assert [r.status_code for r in replies] == [200, 200], replies[1].text
+    assert replies[1].text.endswith('event: done\ndata: {"answer": "Mit cm [1]."}\n\n')
 
 
 def test_sigterm_stops_the_server_cleanly(env):

@@ -81,15 +81,17 @@ def decided(rows, section_judged):
 def collect(path, db, url, args):
     """One row per question of one set: floor, P(ja) over the prompt's sources, how it is asked."""
     from rag import core
-    from rag.answer import answerable, context
+    from rag.answer import answerable, context, prompt
     settings = core.Settings(db=db, model=args.model, embedding_bin=args.embedding_bin, server=url, audit="")
     items, rows = load_answer_items(path), []
     for n, item in enumerate(items, start=1):
         kind = context.kind(item["question"])
-        retrieval, question, *_ = core.retrieve(item["question"], settings, {}, kind)
+        done = core.found(item["question"], settings)
+        retrieval, question = done.retrieval, done.question
         p = None
         if retrieval.sources:  # also where the floor refuses: --tune weighs the floor against the check
-            prefix, _, _ = core.prompt_for(question, retrieval, settings, kind, chat=True)
+            prefix, _, _ = prompt.for_question(question, retrieval, True, kind,
+                                               settings.whole_chunks, settings.fact_sources)
             p = answerable.p_yes(url, prefix)
         rows.append({"set": path, "question": item["question"], "in_wiki": bool(item["facts"]),
                      "kind": item.get("kind"), "asked": kind, "floor": retrieval.weak or not retrieval.sources,
@@ -107,6 +109,27 @@ def print_table(rows, limit):
         out, wrong = refusal_rates(rows, shown)
         print(f"| {'nur Relevanzschwelle' if shown is None else shown} | {out:.0%} | {wrong:.0%} |"
               + ("  ← gewählt" if shown == limit and shown is not None else ""))
+
+
+def held_out(rows):
+    """{set: (threshold fit by tune_threshold on the other sets, refusals(this set) with it)}."""
+    out = {}
+    for name in sorted({r["set"] for r in rows}):
+        limit = tune_threshold([r for r in rows if r["set"] != name])
+        out[name] = (limit, refusals([r for r in rows if r["set"] == name], limit))
+    return out
+
+
+def print_held_out(rows):
+    """Per set: the threshold fit on the other sets, and this set's refusals with it."""
+    if len({r["set"] for r in rows}) < 2:
+        return
+    print("\nJe Satz ausgelassen (Schwelle auf den anderen Sätzen gefittet):")
+    print("| Satz | Schwelle | ohne Antwort abgelehnt | mit Antwort fälschlich abgelehnt |")
+    print("|---|---:|---:|---:|")
+    for name, (limit, (out, wrong, n_out, n_in)) in held_out(rows).items():
+        shown = limit if limit is not None else "keine"
+        print(f"| {name} | {shown} | {out}/{n_out} | {wrong}/{n_in} |")
 
 
 def run_answerable(args, db_given):
@@ -139,6 +162,7 @@ def run_answerable(args, db_given):
             print_table([r for r in rows if r["set"] == path], limit)
         print("\nalle zusammen:")
     print_table(rows, limit)
+    print_held_out(rows)
     if args.tune and args.store and limit is not None:
         out, wrong = refusal_rates(rows, limit)
         entry = {**answerable.measured().get(model, {}),  # the model's other measurements (section_threshold) stay

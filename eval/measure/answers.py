@@ -100,7 +100,8 @@ def sections_shown(item, out):
 
 def pointer_only(out):
     """An answer that only says where the answer stands: every checked statement is "nur Verweis"
-    (rag/answer/support.py), or a verbatim section that only points elsewhere (rag/answer/choose.py is_pointer)."""
+    (rag/check/support.py), or a verbatim section that only points elsewhere (rag/answer/choose.py
+    is_pointer)."""
     text = out.get("answer") or ""
     if not text or is_refusal(text):
         return False
@@ -139,7 +140,8 @@ def score(row):
     """Set refused / refused_by / mixed / fact / facts_share of a row from its answer (also for --rescore)."""
     text, called = row["answer"], row.get("llm_called", row.get("refused_by") != "floor")
     checked = (row.get("answerable") or {}).get("refused")
-    withdrawn = (row.get("grounding") or {}).get("refused")  # rag/answer/support.py grounding: a fact said of something else
+    # rag/check/grounding.py: a fact said of something else
+    withdrawn = (row.get("grounding") or {}).get("refused")
     refused = not row["error"] and (not called or checked or withdrawn or is_refusal(text))
     by = None if not refused else ("floor" if not called else "check" if checked else "grounding" if withdrawn
                                    else "model")

@@ -1,4 +1,5 @@
-"""The fact check (rag/answer/factcheck.py) on labelled answers over real wiki chunks: evaluate.py --factcheck.
+"""The fact check (rag/check/factcheck.py) on labelled answers over real wiki chunks: evaluate.py
+--factcheck.
 
     {"sources": [{"path": …, "heading": …, "content": "… Frist von 3 Monaten …"}], "answer": "6 Monate [1].",
      "wrong": true} -> falsche Antworten erkannt: 100.0%  (Ziel ≥ 80%)
@@ -7,7 +8,7 @@ Does not handle: asking a model (the answers are in the file; no index or server
 """
 import json
 
-from rag.answer import factcheck
+from rag.check import factcheck
 
 from eval.measure.common import read_jsonl
 
@@ -15,7 +16,8 @@ FACTCHECK_GOALS = (0.80, 0.10)  # wrong answers flagged at least, correct answer
 
 
 def run_factcheck(path, as_json):
-    """evaluate.py --factcheck: rag/answer/factcheck.py over {"sources", "answer", "wrong"} lines; no index needed."""
+    """evaluate.py --factcheck: rag/check/factcheck.py over {"sources", "answer", "wrong"} lines; no
+    index needed."""
     cases = read_jsonl(path, "Faktencheck-Datei", 'JSON Lines mit "sources", "answer" und "wrong"')
     result = factcheck.measure(cases)
     if as_json:

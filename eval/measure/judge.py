@@ -37,9 +37,8 @@ def collect(questions, db, url, args):
     rows = []
     for n, (item, (result, question)) in enumerate(zip(items, retrieved(items, settings)), start=1):
         sources = result.sources
-        table = choose.table(sources, result.terms, result.weights, result.vocab)
         judged = []
-        for k in judge.finalists(sources, table, JUDGED):
+        for k in choose.choose(*choose.inputs(result), limit=JUDGED).order:
             read = []
             p = answerable.p_yes(url, judge.section_prefix(question, sources[k]), read=read)
             judged.append({"hit": bool(item["expected"]) and retrieval.matches(sources[k], item["expected"]),
@@ -52,8 +51,8 @@ def collect(questions, db, url, args):
 
 
 def retrieved(items, settings):
-    """[(Retrieval, masked question)] per item, as core.retrieve gives them for a how-to question, with every
-    question embedded in one call (eval/measure/sections.py does the same)."""
+    """[(Retrieval, masked question)] per item, as core.found gives them for a how-to question, with
+    every question embedded in one call (eval/measure/sections.py does the same)."""
     try:
         conn, meta, mode = core.open_index(settings)
         try:
@@ -126,7 +125,7 @@ def run_judge(args):
         with open(out, "w", encoding="utf-8") as f:
             f.writelines(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
         print(f"(jede Frage in {out})")
-    chosen = fit(rows) if args.tune else (judge.FINALISTS, answerable.section_threshold(None))
+    chosen = fit(rows) if args.tune else (choose.FINALISTS, answerable.section_threshold(None))
     sets = sorted({r["set"] for r in rows}) + ["alle"]
     print(f"Gewählt: {chosen[0]} Finalisten, Schwelle {chosen[1]}" + (" (--tune, alle Sätze zusammen)" if args.tune else ""))
     print("| Satz | Finalisten | Schwelle | richtig gedruckt | fälschlich abgelehnt | ohne Antwort abgelehnt | Tokens (Median) |")
@@ -135,3 +134,25 @@ def run_judge(args):
         part = [r for r in rows if name == "alle" or r["set"] == name]
         print(line(name, 1, None, score(part, 1, None)))  # the chooser alone, no judge
         print(line(name, chosen[0], chosen[1], score(part, *chosen)))
+    print_held_out(rows)
+
+
+def held_out(rows):
+    """{set: ((finalists, threshold) fit on the other sets, score of this set with them)}: the
+    figure that counts, since a threshold fit on a set's own rows says little about the next wiki."""
+    out = {}
+    for name in sorted({r["set"] for r in rows}):
+        chosen = fit([r for r in rows if r["set"] != name])
+        out[name] = (chosen, score([r for r in rows if r["set"] == name], *chosen))
+    return out
+
+
+def print_held_out(rows):
+    if len({r["set"] for r in rows}) < 2:
+        return
+    print("\nJe Satz ausgelassen (Finalisten und Schwelle auf den anderen Sätzen gefittet):")
+    print("| Satz | Finalisten | Schwelle | richtig gedruckt | fälschlich abgelehnt "
+          "| ohne Antwort abgelehnt | Tokens (Median) |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
+    for name, ((finalists, threshold), s) in held_out(rows).items():
+        print(line(name, finalists, threshold, s))

@@ -128,7 +128,7 @@ def tune(conn, items, vectors):
 
     def refusals(floor, reject):
         """(share of out-of-wiki refused, share of in-wiki refused)"""
-        weak = [(inside, search.judge(_fresh(r), floor, reject).weak) for inside, r in results]
+        weak = [(inside, search.floor(_fresh(r), floor, reject).weak) for inside, r in results]
         return (sum(w for inside, w in weak if not inside) / n_out, sum(w for inside, w in weak if inside) / n_in)
 
     cosines = sorted({round(r.best_cosine, 3) for _, r in results if r.best_cosine is not None})

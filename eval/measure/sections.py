@@ -1,6 +1,7 @@
-"""Which section a how-to answer shows, without an answer model (evaluate.py --sections): for every "howto"
-line of an answer set the core's retrieval for a how-to question, then the choice of the section shown
-verbatim, today's (rag/answer/context.py best_section) and the chooser's (rag/answer/choose.py).
+"""Which section a how-to answer shows, without an answer model (evaluate.py --sections): for every
+"howto" line of an answer set the core's retrieval for a how-to question, then the section the one
+chooser puts first (rag/answer/choose.py choose: what the core prints verbatim, or hands to the
+model to judge first), beside the choice it replaced ("bisher": best_section of issue 29, before()).
 
     python3 evaluate.py --sections --questions eval/answers_iobroker.jsonl --db iob.db
     -> | Wahl                  | richtig    | unter den Quellen (Decke) | mit „Siehe auch“ | alle Schlüsselschritte gedruckt |
@@ -8,7 +9,7 @@ verbatim, today's (rag/answer/context.py best_section) and the chooser's (rag/an
 
 Counted per question: the chosen source is the expected section (eval/measure/retrieval.py matches), the
 expected section is among the top-k sources at all (the ceiling of any choice), and it is the chosen one
-or one of its two runners-up (rag/answer/see_also.py pick), and the chosen section printed verbatim
+or one of its two runners-up (rag/check/see_also.py pick), and the chosen section printed verbatim
 (rag/answer/prompt.py steps_answer) holds all the line's key steps (eval/measure/common.py has_facts). Several sets: --questions a,b --db a.db,b.db
 (pairs in order); --tune fits choose.WEIGHTS by grid search over all of them together.
 
@@ -20,13 +21,15 @@ from collections import namedtuple
 from types import SimpleNamespace
 
 from rag import core
-from rag.answer import choose, context, prompt, see_also
+from rag.answer import choose, prompt
+from rag.check import see_also
 
 from eval.measure import retrieval
 from eval.measure.common import has_facts, read_jsonl
 
-Case = namedtuple("Case", "corpus question hits rows baseline sections steps")  # hits: per source, does it match
-#   the expected? sections: its (path, heading); steps: per source, does it hold all key steps, printed verbatim?
+# hits: per source, does it match the expected? sections: its (path, heading); steps: per source,
+# does it hold all key steps, printed verbatim?
+Case = namedtuple("Case", "corpus question hits rows sections steps")
 GRID = choose.Signals(  # weights tried by --tune (intro and pointer are penalties)
     rank=(0.0, 0.01, 0.02, 0.05, 0.1), cosine=(0.0, 1.0), heading=(0.0, 0.01, 0.02, 0.05, 0.1, 0.2),
     shape=(0.0, 0.01, 0.02), substance=(0.0, 0.01, 0.02), intro=(0.0, -0.01, -0.02), pointer=(0.0, -0.02, -0.05, -0.1),
@@ -40,8 +43,8 @@ def howto_items(path):
 
 
 def collect(questions, db, args):
-    """[Case] of one answer set over one index: the same steps as core.retrieve for a how-to question, with
-    every question embedded in one call."""
+    """[Case] of one answer set over one index: the same steps as core.found for a how-to question,
+    with every question embedded in one call."""
     settings = core.Settings(db=db, model=args.model, embedding_bin=args.embedding_bin)
     items = howto_items(questions)
     try:
@@ -56,8 +59,7 @@ def collect(questions, db, args):
             core.protect(item["question"], result, settings, conn)  # the sources masked, as the core shows them
             sources = result.sources
             cases.append(Case(questions, item["question"], [retrieval.matches(s, item["expected"]) for s in sources],
-                              choose.table(sources, result.terms, result.weights, result.vocab),
-                              context.best_section(sources),
+                              choose.choose(*choose.inputs(result)).rows,
                               [SimpleNamespace(path=s.path, heading=s.heading) for s in sources],
                               [has_facts(prompt.steps_answer(n, s.content) or "", item.get("facts") or [])
                                for n, s in enumerate(sources, start=1)]))
@@ -68,11 +70,27 @@ def collect(questions, db, args):
     return cases
 
 
-def counts(cases, weights=None):
-    """(right, ceiling, with runners-up, questions, all key steps printed); weights None: today's best_section."""
+def first(case, weights):
+    """The section the chooser puts first with these weights (source position), None without
+    sources."""
+    order = choose.finalists(case.sections, case.rows, 1, weights)
+    return order[0] if order else None
+
+
+def before(case):
+    """What best_section() of issue 29 chose, the table's "bisher" row: the best score with
+    choose.BEFORE, ties to the better rank, and no rule for a section that only points elsewhere
+    (the chooser puts those last)."""
+    scores = [round(choose.score(row, choose.BEFORE), 9) for row in case.rows]
+    return max(range(len(scores)), key=lambda n: (scores[n], -n)) if scores else None
+
+
+def counts(cases, pick):
+    """(right, ceiling, with runners-up, questions, all key steps printed) of one way to pick: case
+    -> position."""
     right = ceiling = shown = printed = 0
     for case in cases:
-        chosen = case.baseline if weights is None else choose.pick(case.rows, weights)
+        chosen = pick(case)
         if chosen is None:
             continue
         near = [chosen] + [e["n"] - 1 for e in see_also.pick(case.sections, [chosen + 1])]
@@ -89,7 +107,7 @@ def fit(cases):
     best = None
     for values in itertools.product(*GRID):
         weights = choose.Signals(*values)
-        right = sum(c.hits[choose.pick(c.rows, weights)] for c in cases if c.rows)
+        right = sum(c.hits[first(c, weights)] for c in cases if c.rows)
         key = (right, -sum(1 for w in values if w), -sum(abs(w) for w in values))
         if best is None or key > best[0]:
             best = (key, weights)
@@ -123,10 +141,24 @@ def run_sections(args):
         print(f"Beste Gewichte (Raster über alle Sätze, {right} richtig): {dict(weights._asdict())}")
     if len(groups) > 1:
         groups["alle"] = [c for cases in list(groups.values()) for c in cases]
-    tables = {name: {"bisher (best_section)": counts(cases), "neu (choose)": counts(cases, weights)}
+    tables = {name: {"bisher (best_section)": counts(cases, before),
+                     "neu (choose)": counts(cases, lambda case: first(case, weights))}
               for name, cases in groups.items()}
     if args.json:
         print(json.dumps({"weights": dict(weights._asdict()), "sets": tables}, ensure_ascii=False))
         return
     for name, rows in tables.items():
         print_table(name, rows)
+    if args.tune and len(questions) > 1:
+        print_held_out({q: groups[q] for q in questions})
+
+
+def print_held_out(groups):
+    """Per set: the chooser's weights fit on the other sets (fit), and this set's right sections
+    with them."""
+    print("\nJe Satz ausgelassen (Gewichte auf den anderen Sätzen gefittet): "
+          "richtig / alle Schlüsselschritte")
+    for name, cases in groups.items():
+        weights, _ = fit([c for other, more in groups.items() if other != name for c in more])
+        right, _, _, n, printed = counts(cases, lambda case: first(case, weights))
+        print(f"  {name}: {share(right, n)} / {share(printed, n)}")

@@ -1,1 +1,3 @@
-"""What makes an answer: the prompt, what the model sees (context), the answerability check, support and citations, the fact check, the injection guard, the audit log."""
+"""Before the model: what it sees (context), the one chooser, the prompt, whether it is asked
+(answerable, judge), the injection guard's prompt side. What happens after its text exists:
+rag/check/."""

@@ -8,26 +8,29 @@ same context, right before the answer. The check and the answer share everything
 question, so llama-server keeps that prefix in its KV cache (cache_prompt): the check costs the
 few tokens of CHECK and one generated token, and the answer starts from the cached prefix.
 A question is refused when p_yes < the threshold measured for the answer model (`evaluate.py
---answerable --tune`, on eval/answers.jsonl; never on the foreign corpus it is checked on).
+--answerable --tune`; rag/tuned.py ANSWER_MODELS says on which sets, with which figures). The
+request goes through the one client of the answer server (rag/models/llm.py send: timeouts, key,
+error lines).
 
 Does not handle: servers without logprobs (vLLM and Ollama may lack top_logprobs: then None and
 only the relevance floor decides), base models without a chat template (same).
 """
 import json
 import math
+import time
 from pathlib import Path
 
-import requests
-
 from rag import config
+from rag import tuned
 from rag.answer import prompt as answer
-from rag.models.http import CONNECT_TIMEOUT, auth_headers
-from rag.models.llm import READ_TIMEOUT, LLMError, hint_start, http_error, read_entry
+from rag.models import http, llm
 
 CHECK = "Beantworten die Quellen diese Frage ausdrücklich? Antworte nur mit ja oder nein."
 TOP = 10  # alternatives of the first token looked at
 YES, NO = ("ja", "yes"), ("nein", "ne", "no")  # first-token spellings, folded (" Ja" -> "ja", "Ne"+"in" -> "ne")
-MEASURED = Path(__file__).with_name("answerable.json")  # per answer model, shipped with the package (read only)
+SHIPPED = {model: {**number.value, "command": number.command, "set": number.sets,
+                    "measured_at": number.commit, "figures": number.figures}
+           for model, number in tuned.ANSWER_MODELS.items()}  # per answer model (rag/tuned.toml)
 STORED = "answerable.json"  # new measurements of `evaluate.py --answerable --tune --store`, in the cache dir
 #        (rag/config.py cache_dir) or a path given; the set, the command and the numbers stand next to the threshold
 DEFAULT_THRESHOLD = None  # no measured value for this model: no check (it would cost a prompt pass for nothing)
@@ -68,26 +71,35 @@ def p_yes(url, prefix, api_key=None, model_name=None, seed=0, read=None):
             "logprobs": True, "top_logprobs": TOP, "cache_prompt": True, "stream": False}
     if model_name:
         body["model"] = model_name
-    try:
-        response = requests.post(url.rstrip("/") + "/v1/chat/completions", json=body, headers=auth_headers(api_key),
-                                 timeout=(CONNECT_TIMEOUT, READ_TIMEOUT))
-    except requests.ConnectionError:
-        raise LLMError(f"llama-server unter {url} nicht erreichbar – {hint_start(url)}")
-    except requests.Timeout:
-        raise LLMError(f"llama-server unter {url} antwortet nicht (Timeout {READ_TIMEOUT} s) – Server prüfen")
+    timeout = http.read_timeout(llm.READ_TIMEOUT, check_text(prefix), 1)
+    response = llm.send("POST", url, "/v1/chat/completions", timeout, api_key, json=body)
     if response.status_code != 200:
-        raise http_error(response, " bei der Prüfung")
+        raise llm.http_error(response, " bei der Prüfung")
     try:
         reply = response.json()
     except ValueError:
         reply = None
     if read is not None:
-        read.append(read_entry("check", reply if isinstance(reply, dict) else None))
+        read.append(llm.read_entry("check", reply if isinstance(reply, dict) else None))
     try:
         content = reply["choices"][0]["logprobs"]["content"]
         return share_yes(content[0]["top_logprobs"]) if content else None
     except (ValueError, KeyError, IndexError, TypeError):
         return None
+
+
+def refuses(prefix, settings, result, limit, read, started):
+    """The core's check before a fact answer (rag/core.py stream): do the sources answer the
+    question? Fills result.answerable {"p_yes", "threshold", "refused"} and the check's time;
+    True (and the refusal as the answer) when the model's P(ja) is below `limit`."""
+    p = p_yes(settings.server, prefix, settings.api_key, settings.llm_model_name, read=read)
+    result.timings["check_s"] = round(time.monotonic() - started, 3)
+    no = p is not None and limit is not None and p < limit
+    result.answerable = {"p_yes": None if p is None else round(p, 4), "threshold": limit,
+                         "refused": no}
+    if no:
+        result.text, result.timings["read_before_first_token"] = answer.NO_INFO, llm.total_read(read)
+    return no
 
 
 def stored_path(path=None):
@@ -107,9 +119,10 @@ def read_table(path):
 
 
 def measured(path=None):
-    """{answer model name: {"threshold", "set", "command", …}}: the stored measurements (stored_path) first,
-    then the shipped ones (MEASURED) for the models they do not name ({} if there is none)."""
-    return {**read_table(MEASURED), **read_table(stored_path(path))}
+    """{answer model name: {"threshold", "set", "command", …}}: the stored measurements
+    (stored_path) first, then the shipped ones (SHIPPED, rag/tuned.py) for the models they do not
+    name ({} if there is none)."""
+    return {**SHIPPED, **read_table(stored_path(path))}
 
 
 def threshold(model, path=None):

@@ -3,44 +3,38 @@ code blocks that bear on the question, and whether the question asks how to do s
 
     kind("Wie lege ich in Cyrus IMAP eine neue Mailbox an?")  -> "howto"
     kind("Wie lange ist die Kündigungsfrist?")                -> "fact"
-    units("Erst A. Dann B.\\n\\n1. `cm` anlegen\\n2. `sq` setzen")
-    -> [Unit("sentence", "Erst A."), Unit("sentence", "Dann B."), Unit("item", "1. `cm` anlegen"), …]
-    select(question, sources, terms, weights, vocab, "howto")
+    select(question, sources, terms, weights, vocab, "howto", procedure=1)
     -> ([the shortened text of each source, in order], 2)   (2: the procedure, kept whole, is source [2])
 
 Why: four chunks of 1,200 characters each are ~950 prompt tokens, 6.6 s before the first token on
 2 cores, and a 1.5B model copies the wrong one. What a source keeps:
-  - for a how-to question, the best procedure (a chunk with a numbered list or a code block, ranked
-    by how much of the question it covers, then by its rank) stays whole, as the wiki gives it, but a
-    numbered list shows only its steps, each cut to its first sentence (steps());
+  - for a how-to question, the procedure the chooser picked (a chunk with a numbered list or a
+    code block, rag/answer/choose.py procedure) stays whole, as the wiki gives it, but a numbered
+    list shows only its steps, each cut to its first sentence (steps());
   - otherwise a source that fits its share of BUDGET is shown whole; a longer one keeps its units that
     cover the question best, at least its best one, in their order in the chunk, until its share is used.
     (Whole when it fits: a table row that names none of the question's words was dropped although there was
     room, and "Wie viel Speicherplatz hat eine normale Mailbox?" lost the row "Mitarbeitende (Standard) | 2 GB".)
-(By default the model does not write a how-to answer at all: rag/answer/choose.py picks the section that
-rag/answer/prompt.py steps_answer() shows verbatim; best_section() is the choice it replaced, measured against it by
-`evaluate.py --sections`; best_procedure() serves --steps model and the check's prompt.)
-Units are never cut or rewritten: what the model sees is verbatim wiki text (so is the evidence,
-rag/answer/support.py). A unit's score is the IDF-weighted share of the question's content words in it,
-with the German matching of the search (compounds, stems, umlauts; rag/text/german.py).
+(By default the model does not write a how-to answer at all: the section rag/answer/choose.py picks
+is shown verbatim; the procedure it picks, kept whole here, serves --steps model and the check's
+prompt.)
+Units (rag/text/units.py) are never cut or rewritten: what the model sees is verbatim wiki text (so
+is the evidence, rag/check/support.py). A unit's score is the IDF-weighted share of the question's
+content words in it, with the German matching of the search (compounds, stems, umlauts;
+rag/text/german.py).
 
 Does not handle: meaning beyond shared words (a unit that answers in other words scores 0 and is
 kept only as its source's best unit), lists nested in tables, headings inside a chunk.
 """
 import re
-from collections import namedtuple
 
+from rag import tuned
 from rag.text import german, pointers, sentences
+from rag.text.units import NUMBERED, units
 
-BUDGET = 1600  # characters of source text in the prompt, all sources together (~480 tokens)
-FIRST_SHARE = 0.45  # the first source may use this share of BUDGET; the others share the rest
-PROCEDURE_MAX = 2000  # a how-to procedure longer than this is cut to its best units like any source (the prompt
-#                       of --steps model; a verbatim answer prints up to search.SECTION_MAX)
-SHAPE_BONUS = 0.01  # best_section(): cosine bonus for a numbered list, code block or bullets, and the penalty for
-INTRO_PENALTY = 0.01  # a page's opening chunk (measured on the how-to questions of eval/answers.jsonl: docs/messwerte.md)
-KEEP_RATIO = 0.5  # a unit is kept while its score is at least this share of its source's best unit
-
-Unit = namedtuple("Unit", "kind text")  # kind: sentence | item | row | code
+BUDGET = tuned.value("context.BUDGET")  # characters of source text in the prompt, all sources
+FIRST_SHARE = tuned.value("context.FIRST_SHARE")  # the first source's share of BUDGET
+KEEP_RATIO = tuned.value("context.KEEP_RATIO")  # kept while a unit scores this share of the best
 
 QUANTITY = (r"(?:lang\w*|viel\w*|hoch|gro(?:ß|ss)|oft|alt|weit|schnell|teuer|spät|spaet|früh|frueh|schwer|breit|"
             r"heißt|heisst|hei(?:ß|ss)en|lautet|war|ist|sind)\b")  # "wie lange …?" asks for a fact
@@ -54,11 +48,6 @@ HOWTO_WORDS = re.compile(  # verbs of a procedure anywhere in the question
     r"aktivieren|deaktivieren|verbinden|bestellen|einbinden|freigeben|sperren|entsperren|melden|tauschen|"
     r"austauschen|umziehen|löschen|loeschen|hinzufügen|hinzufuegen|starten|neu\s+starten|aktualisieren|updaten|"
     r"einstellen|ändern|aendern|vorgehen)\b", re.I)
-LIST_ITEM = re.compile(r"^\s*(?:[-*+•]|\d{1,2}[.)])\s+")
-ORDERED = re.compile(r"^\s*(\d{1,2})[.)]\s+")
-NUMBERED = re.compile(r"^\s*\d{1,2}[.)]\s+", re.M)
-BULLET = re.compile(r"^\s*[-*+•]\s+", re.M)
-FENCE = re.compile(r"^\s*(```|~~~)")
 
 
 def kind(question, sources=()):
@@ -77,55 +66,6 @@ def kind(question, sources=()):
     return "fact"
 
 
-def starts_item(line, in_paragraph):
-    """A list item begins at this line. Inside a running paragraph only a bullet or "1." does (as in
-    CommonMark): a wrapped line of a scan or PDF continues its sentence.
-    Examples: ("12. bis 16. August geschlossen.", True) -> False; ("2. Dienst starten", False) -> True
-    """
-    ordered = ORDERED.match(line)
-    return bool(LIST_ITEM.match(line)) and not (in_paragraph and ordered and ordered.group(1) != "1")
-
-
-def units(content):
-    """The chunk text as whole units in order: code blocks, list items (with their continuation
-    lines), table rows, and the sentences of every other paragraph. Joined with newlines, the units'
-    texts hold every word of the chunk (only blank lines and indentation differ)."""
-    out, lines, fence, paragraph = [], content.split("\n"), None, []
-
-    def flush():
-        if paragraph:
-            out.extend(Unit("sentence", s) for s in sentences.split(" ".join(x.strip() for x in paragraph)))
-            paragraph.clear()
-
-    for line in lines:
-        if fence is not None:
-            fence.append(line)
-            if FENCE.match(line):  # a fence indented under a list item: the block as its closing fence stands
-                pad = len(line) - len(line.lstrip(" "))
-                out.append(Unit("code", "\n".join(x[min(pad, len(x) - len(x.lstrip(" "))):] for x in fence)))
-                fence = None
-            continue
-        if FENCE.match(line):
-            flush()
-            fence = [line]
-        elif not line.strip():
-            flush()
-        elif starts_item(line, bool(paragraph)):
-            flush()
-            out.append(Unit("item", line.rstrip()))
-        elif line.lstrip().startswith("|") or line.count(" | ") >= 1:
-            flush()
-            out.append(Unit("row", line.strip()))
-        elif out and out[-1].kind == "item" and line.startswith((" ", "\t")) and not paragraph:
-            out[-1] = Unit("item", out[-1].text + "\n" + line.rstrip())
-        else:
-            paragraph.append(line)
-    if fence is not None:  # an unclosed fence runs to the end of the chunk
-        out.append(Unit("code", "\n".join(fence)))
-    flush()
-    return out
-
-
 def score(text, terms, weights, vocab):
     """IDF-weighted share of the question's content words in a text (0…1).
 
@@ -134,11 +74,6 @@ def score(text, terms, weights, vocab):
     tokens = set(german.index_text(text, vocab).split())
     total = sum(weights) or 1.0
     return sum(w for term, w in zip(terms, weights) if term.found_in(tokens)) / total
-
-
-def is_procedure(content):
-    """A chunk with a numbered list (two steps or more) or a code block."""
-    return len(NUMBERED.findall(content)) >= 2 or "```" in content or "~~~" in content
 
 
 def steps(content):
@@ -162,37 +97,6 @@ def steps(content):
             keep += [s for s in said[1:] if "`" in s][:1]
         out.append(marker.strip() + " " + " ".join(keep))
     return "\n".join(out)
-
-
-def best_procedure(sources, terms, weights, vocab):
-    """Index of the how-to source the model sees whole (--steps model): a procedure, most of the question
-    covered, then the best rank; None if no source is a procedure. Ties keep the earlier source."""
-    candidates = [(-score(f"{s.heading}\n{s.content}", terms, weights, vocab), n)
-                  for n, s in enumerate(sources) if is_procedure(s.content) and len(s.content) <= PROCEDURE_MAX]
-    return min(candidates)[1] if candidates else None
-
-
-def shaped(content):
-    """A chunk that reads like a procedure: a numbered list, a code block or at least two bullet items."""
-    return is_procedure(content) or len(BULLET.findall(content)) >= 2
-
-
-def is_intro(source):
-    """A page's opening chunk (its heading path is the page title alone); it mostly points to the sections below."""
-    return "›" not in (source.heading or "")
-
-
-def best_section(sources):
-    """Index of the source a how-to answer is taken from: the best cosine to the question, with SHAPE_BONUS for
-    a procedure's shape and INTRO_PENALTY for a page's opening chunk; ties (and sources without a cosine,
-    --mode lexical) keep the better rank. None without sources.
-
-    Example: cosines 0.913 (page intro), 0.919 (numbered steps) -> 1
-    """
-    def key(n):
-        s = sources[n]
-        return ((s.cosine or 0.0) + SHAPE_BONUS * shaped(s.content) - INTRO_PENALTY * is_intro(s), -n)
-    return max(range(len(sources)), key=key) if sources else None
 
 
 def shorten(source, terms, weights, vocab, budget):
@@ -237,17 +141,20 @@ def fact_reads(sources, terms, weights, vocab, k):
     return sorted([0, *rest[:k - 1]]) if k > 0 else []
 
 
-def select(question, sources, terms, weights, vocab, question_kind=None, whole_chunks=False, read=None):
-    """(the text each source shows the model, in source order; the 1-based number of the procedure kept
-    whole, or None) — see the module docstring. whole_chunks: every source as it is (as in the post).
-    read: a fact answer's model reads only this many sources (fact_reads()); the others' text is None."""
+def select(question, sources, terms, weights, vocab, question_kind=None, whole_chunks=False,
+           read=None, procedure=None):
+    """(the text each source shows the model, in source order; the 1-based number of the procedure
+    kept whole, or None) — see the module docstring. whole_chunks: every source as it is (as in
+    the post). read: a fact answer's model reads only this many sources (fact_reads()); the
+    others' text is None. procedure: a how-to question's procedure, the position the chooser
+    picked (rag/answer/choose.py)."""
     question_kind = question_kind or kind(question, sources)
     if question_kind == "fact" and read is not None and not whole_chunks and len(sources) > read:
         reads = fact_reads(sources, terms, weights, vocab, read)
         texts, _ = select(question, [sources[n] for n in reads], terms, weights, vocab, "fact")
         shown = dict(zip(reads, texts))
         return [shown.get(n) for n in range(len(sources))], None
-    whole = best_procedure(sources, terms, weights, vocab) if question_kind == "howto" else None
+    whole = procedure if question_kind == "howto" else None
     if whole_chunks:
         return [s.content for s in sources], None if whole is None else whole + 1
     left = BUDGET - (len(sources[whole].content) if whole is not None else 0)

@@ -1,47 +1,33 @@
-"""Does the section a how-to answer would print answer the question? The answer model judges the chooser's
-finalists one at a time, each over its heading path and first lines only, and the first it accepts is printed.
+"""Does the section a how-to answer would print answer the question? The answer model judges the
+chooser's finalists one at a time, each over its heading path and first lines only, and the first it
+accepts is printed.
 
-    finalists(sources, rows)                      # rows: rag/answer/choose.py table()
-    -> [2, 0, 3]   (source positions, best chooser score first, one per section)
+    choice = choose.choose(sources, terms, weights, vocab)   # rag/answer/choose.py: order [2, 0, 3]
     section_prefix("Wie lege ich eine Mailbox an?", sources[2])
-    -> SYSTEM + "<<<QUELLE [1]: mail.md › Cyrus › Mailbox anlegen>>>\\n1. Per SSH …\\n<<<ENDE QUELLE [1]>>>\\n\\nFrage: …"
-    pick(sources, rows, ask_p, threshold=0.5)     # ask_p(source) -> P("ja") of section_prefix (answerable.p_yes)
+    -> SYSTEM + "<<<QUELLE [1]: mail.md › Cyrus › Mailbox anlegen>>>\\n1. Per SSH …\\n<<<ENDE …"
+    pick(sources, choice.order, ask_p, threshold=0.5)   # ask_p(source): P("ja") of section_prefix
     -> Verdict(chosen=2, judged=[{"n": 3, "p_yes": 0.93}], refused=False)
 
-Why: the old check read the question with all four sources (~600 prompt tokens) before anything was shown, and
-judged the sources, not the section that is printed. A section's heading path and first EXCERPT characters are
-~150 tokens;
-the system message before them is the answer's own, byte for byte, so llama-server serves it from its cache.
-A finalist below the threshold hands over to the next one (at most FINALISTS); when none is accepted, the
-answer is the refusal and the finalists follow as "Vielleicht hilft:".
+Why: the old check read the question with all four sources (~600 prompt tokens) before anything was
+shown, and judged the sources, not the section that is printed. A section's heading path and first
+EXCERPT characters are ~150 tokens; the system message before them is the answer's own, byte for
+byte, so llama-server serves it from its cache. A finalist below the threshold hands over to the
+next one (at most choose.FINALISTS); when none is accepted, the answer is the refusal and the
+finalists follow as "Vielleicht hilft:".
 
-Does not handle: fact questions (their check reads the answer's context, which the answer reuses from the cache:
-rag/core.py), a model without logprobs (ask_p gives None: the chooser's first finalist is printed unjudged).
+Does not handle: fact questions (their check reads the answer's context, which the answer reuses
+from the cache: rag/core.py), a model without logprobs (ask_p gives None: the chooser's first
+finalist is printed unjudged).
 """
 import time
 from collections import namedtuple
 
-from rag.answer import choose
+from rag import tuned
 from rag.answer import prompt as answer
 
-EXCERPT = 250  # characters of a finalist the model reads, heading path on top: ~150 tokens (500: ~205, same quality)
-FINALISTS = 1  # finalists judged at most, best chooser score first (fit with the threshold: evaluate.py --judge --tune)
+EXCERPT = tuned.value("judge.EXCERPT")  # characters of a finalist the model reads (~150 tokens)
 
 Verdict = namedtuple("Verdict", "chosen judged refused")  # chosen: source position or None; judged: [{"n", "p_yes"}]
-
-
-def finalists(sources, rows, limit=FINALISTS):
-    """Source positions by chooser score (ties: the better rank), one per section (path, heading), at most limit.
-    A section that only points elsewhere (choose.is_pointer) comes after every other: it is never the answer
-    while another section is there to judge."""
-    order = sorted(range(len(rows)), key=lambda n: (rows[n].pointer, -round(choose.score(rows[n]), 9), n))
-    seen, out = set(), []
-    for n in order:
-        section = (sources[n].path, sources[n].heading)
-        if section not in seen:
-            seen.add(section)
-            out.append(n)
-    return out[:limit]
 
 
 def excerpt(content, limit=EXCERPT):
@@ -62,10 +48,10 @@ def section_prefix(question, source, chat=True):
     return answer.context_part(question, [source], chat, [excerpt(source.content)])
 
 
-def pick(sources, rows, ask_p, threshold, limit=FINALISTS):
-    """Judge the finalists in chooser order; the first with P(ja) ≥ threshold is chosen. Without a threshold
-    (None/0) or an answer without logprobs (None), the chooser's first finalist stands. ask_p(source) -> P or None."""
-    order = finalists(sources, rows, limit)
+def pick(sources, order, ask_p, threshold):
+    """Judge the finalists (the chooser's order: rag/answer/choose.py) in turn; the first with
+    P(ja) ≥ threshold is chosen. Without a threshold (None/0) or an answer without logprobs (None),
+    the chooser's first finalist stands. ask_p(source) -> P or None."""
     if not order:
         return Verdict(None, [], False)
     if not threshold:
@@ -87,14 +73,15 @@ def as_answerable(verdict, threshold):
             "refused": verdict.refused, "judged": verdict.judged, "on": "section"}
 
 
-def verbatim(question, guarded, settings, result, shield, limit, read, started):
-    """The core's how-to step (rag/core.py stream): the finalists judged, the first accepted printed verbatim, none
-    accepted the refusal. Fills `result` (a core Answer); yields the core's events as (kind, data) pairs:
-    ("asking", "section"), then ("piece", the section's lines) unless refused."""
+def verbatim(question, guarded, choice, settings, result, screen, limit, read, started):
+    """The core's how-to step (rag/core.py stream): the chooser's finalists (`choice`,
+    rag/answer/choose.py) judged, the first accepted printed verbatim, none accepted the refusal.
+    Fills `result` (a core Answer); yields the core's events as (kind, data) pairs: ("asking",
+    "section"), then ("piece", the section's lines) unless refused."""
     from rag.answer import answerable
     from rag.models import llm
     yield "asking", "section"
-    verdict = pick(guarded.sources, choose.table(guarded.sources, guarded.terms, guarded.weights, guarded.vocab),
+    verdict = pick(guarded.sources, choice.order,
                    lambda s: answerable.p_yes(settings.server, section_prefix(question, s), settings.api_key,
                                               settings.llm_model_name, read=read), limit)
     result.answerable = as_answerable(verdict, limit)
@@ -105,5 +92,6 @@ def verbatim(question, guarded, settings, result, shield, limit, read, started):
     source = guarded.sources[verdict.chosen]
     result.answered_by, result.prompt = "source", answerable.check_text(section_prefix(question, source))
     result.timings["first_token_s"] = round(time.monotonic() - started, 3)
-    result.text = "".join(shield.screen([answer.steps_answer(verdict.chosen + 1, source.content) or answer.NO_INFO]))
+    shown = answer.steps_answer(verdict.chosen + 1, source.content) or answer.NO_INFO
+    result.text = "".join(screen.screen([shown]))
     yield "piece", result.text

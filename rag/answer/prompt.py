@@ -1,17 +1,20 @@
-"""The prompt (sources numbered [1]…[n], quoted as data) and the citation check of an answer.
+"""The prompt: sources numbered [1]…[n], quoted as data, the question, and what the answer must
+look like.
 
-    check_citations("Mit cm [1], Quota per sq [9].", 4)
-    -> {"cited": [1, 9], "valid": [1], "unknown": [9]}
+    build_prompt("Wie groß darf mein Postfach sein?", sources, chat=True)
+    -> SYSTEM + "\n\n<<<QUELLE [1]: mail/quota.md › Quota>>>\n…\n<<<ENDE QUELLE [1]>>>\n\nFrage: …"
 
 The wiki text is wrapped in delimiters and introduced as quoted material, never as instructions;
 a delimiter inside a chunk is defused, and a flagged chunk carries a warning in its header.
 
-Does not handle: checking that a cited source really supports the sentence (that needs a judge).
+Does not handle: checking what came back (rag/check/: citations, support, facts, the guard's answer
+side).
 """
 import os
 import re
 
-from rag.answer import context
+from rag.answer import choose, context
+from rag.text.units import units
 from rag.search import followups
 from rag.models.llm import split_chat  # noqa: F401  (split_chat(prompt, SYSTEM): the chat messages)
 
@@ -52,18 +55,25 @@ OPEN, CLOSE = "<<<QUELLE [{n}]: {where}>>>", "<<<ENDE QUELLE [{n}]>>>"  # [n]: a
 IMAGE = re.compile(  # a Markdown image (also as a link to itself, as MkDocs pages write it) or an HTML <img>
     r"\[!\[(?P<linked>[^\]]*)\]\([^)]*\)\]\([^)]*\)|!\[(?P<plain>[^\]]*)\]\([^)]*\)|<img\b(?P<attrs>[^>]*)>", re.I)
 ALT = re.compile(r"""\balt\s*=\s*(?:"([^"]*)"|'([^']*)')""", re.I)
-CITATION = re.compile(r"\[(\d+(?:\s*[,;]\s*\d+)*)\]")
 LABELLED = re.compile(r"\[\s*(?:quelle|source)\s*\[?\s*(\d+)\s*\]?\s*\]", re.I)  # "[Quelle [2]]" -> [2]
+CLOSING = re.compile(  # CLOSE as the model copies it: "[ENDE QUELLE [1]]", "<<<ENDE QUELLE [1]>>>"
+    r"[ \t]*(?:<<<|\[)\s*ENDE\s+(?:DER\s+)?QUELLE\s*\[?\s*\d+\s*\]?\s*(?:>>>|\])", re.I)
 
 
 def cleaned(answer):
-    """The model's answer as every door keeps it: without a trailing refusal (without_trailing_refusal), without
-    the follow-up note of the question it read, which a small model sometimes copies (followups.unmarked), and
-    with a citation it wrote as "[Quelle [2]]" or "[QUELLE 2]" in the form "[2]" (LABELLED).
+    """The model's answer as every door keeps it: without a trailing refusal
+    (without_trailing_refusal), without the follow-up note of the question it read, which a small
+    model sometimes copies (followups.unmarked), without a closing source delimiter it copied
+    ("[ENDE QUELLE [1]]", CLOSING), and with a citation it wrote as "[Quelle [2]]" or "[QUELLE 2]"
+    in the form "[2]" (LABELLED).
 
     Example: "Host `lizenzen.i-doit.com` [2]. (Folgefrage zu: „Wie aktiviere ich 2FA?“)" -> "Host `lizenzen.i-doit.com` [2]."
+             "Offen von 6 bis 21 Uhr [1]. [ENDE QUELLE [1]]" -> "Offen von 6 bis 21 Uhr [1]."
     """
-    return without_trailing_refusal(LABELLED.sub(r"[\1]", followups.unmarked(answer)) if answer else answer)
+    if not answer:
+        return answer
+    text = CLOSING.sub("", followups.unmarked(answer))
+    return without_trailing_refusal(LABELLED.sub(r"[\1]", text))
 
 
 def without_trailing_refusal(answer):
@@ -112,7 +122,7 @@ def steps_answer(procedure, section):
     Example: steps_answer(2, "Als Admin:\n\n1. Per SSH anmelden.\n2. Mit `cm` anlegen. Wert in KB.")
              -> "Laut Quelle [2]:\nAls Admin:\n1. Per SSH anmelden.\n2. Mit `cm` anlegen. Wert in KB."
     """
-    lines = [unit.text if unit.kind == "code" else pictures(unit.text) for unit in context.units(section or "")]
+    lines = [u.text if u.kind == "code" else pictures(u.text) for u in units(section or "")]
     return "\n".join([f"Laut Quelle [{procedure}]:", *lines]) if lines else None
 
 
@@ -157,24 +167,16 @@ def context_part(question, sources, chat=False, texts=None):
     return "\n".join(parts)
 
 
-def describe_citations(citations):
-    """One line for the reader.
-
-    Example: {"cited": [1, 9], "valid": [1], "unknown": [9]} -> "[1] gültig; unbekannt: [9]"
-    """
-    if not citations["cited"]:
-        return "Keine Quelle genannt"
-    line = ", ".join(f"[{c}]" for c in citations["valid"]) + " gültig" if citations["valid"] else "keine gültig"
-    if citations["unknown"]:
-        line += "; unbekannt: " + ", ".join(f"[{c}]" for c in citations["unknown"])
-    return line
-
-
-def check_citations(answer, n_sources):
-    """Which [n] the answer cites, which exist (1…n_sources) and which do not; integers, sorted."""
-    cited = set()
-    for group in CITATION.findall(answer):
-        cited.update(int(x) for x in re.split(r"\s*[,;]\s*", group))
-    cited = sorted(cited)
-    return {"cited": cited, "valid": [c for c in cited if 1 <= c <= n_sources],
-            "unknown": [c for c in cited if not 1 <= c <= n_sources]}
+def for_question(question, retrieval, chat, kind, whole_chunks=False, read=None, choice=None):
+    """(the prefix the answerability check shares, the whole prompt, the procedure's source number
+    or None) for a question over a retrieval's sources: what each source shows
+    (rag/answer/context.py select), then build_prompt(). read: a fact answer's model reads this
+    many sources; choice: a how-to question's Choice (rag/answer/choose.py; None: chosen here).
+    whole_chunks: every source whole, as in the post."""
+    if kind == "howto" and choice is None:
+        choice = choose.choose(*choose.inputs(retrieval))
+    sources, whole = retrieval.sources, choice.procedure if choice else None  # a fact's: None
+    texts, procedure = context.select(question, sources, retrieval.terms, retrieval.weights,
+                                      retrieval.vocab, kind, whole_chunks, read, whole)
+    prefix = context_part(question, sources, chat, texts)  # a source the model does not read: None
+    return prefix, build_prompt(question, sources, chat, texts, kind, procedure), procedure

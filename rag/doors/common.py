@@ -67,7 +67,7 @@ def result_json(done, checks):
     """The final result: --json's object, the checks event (None: the model was not asked) and
     whether the answer is the refusal ("nicht im Wiki")."""
     return {**done.as_json(), "checks": jsonable(checks),
-            "no_info": (done.text or "").strip() == answer.NO_INFO}
+            "no_info": done.refused}
 
 
 def event_json(event):

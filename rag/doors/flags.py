@@ -26,7 +26,8 @@ import sys
 
 from rag import config
 from rag import core
-from rag.doors import users
+from rag.doors import asker
+from rag.doors import ratings
 from rag.privacy import detect
 from rag.privacy import mask as privacy
 from rag.search import expand
@@ -94,7 +95,8 @@ EPILOG = ("Umgebungsvariablen: RAG_DB, LLAMA_EMBEDDING, RAG_EMBED_MODEL, LLAMA_S
 def parse_ask(argv=None):
     """ask_rag.py's flags, checked (a bad value: one German line, exit code 2)."""
     parser = argparse.ArgumentParser(description=DESCRIPTION, epilog=EPILOG)
-    for add in (add_ask_models, add_ranking, add_answering, add_output, add_protection, add_doors, users.add_flags):
+    for add in (add_ask_models, add_ranking, add_answering, add_output, add_protection, add_doors,
+                asker.add_flags, ratings.add_flags):
         add(parser)
     args = parser.parse_args(joined_kinds(sys.argv[1:] if argv is None else argv))
     args.server = args.server.rstrip("/").removesuffix("/v1")  # an OpenAI base URL (…/v1) works too
@@ -190,7 +192,10 @@ def add_output(parser):
     """What the terminal shows and what the audit log keeps."""
     parser.add_argument("--retrieve-only", action="store_true", help="nur suchen und Quellen zeigen, kein LLM")
     parser.add_argument("--json", action="store_true", help="genau ein JSON-Objekt ausgeben")
-    parser.add_argument("--explain", action="store_true", help="Suchtext, Suchstufe und Ränge je Modus zeigen")
+    parser.add_argument("--explain", action="store_true",
+                        help="jede Stufe der Frage zeigen: gefunden, erweitert, gewählt, "
+                             "beurteilt, gefragt, geprüft; ohne Frage: die Tabelle der "
+                             "abgestimmten Zahlen mit Herkunft (rag/tuned.py)")
     parser.add_argument("--show-prompt", action="store_true", help="den Prompt vor der Antwort zeigen")
     parser.add_argument("--show-context", action="store_true", help="die Chunks im Wortlaut zeigen")
     parser.add_argument("--audit", default=os.environ.get("RAG_AUDIT"),

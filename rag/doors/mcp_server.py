@@ -4,13 +4,14 @@
                                              "score": 0.032, …}], "weak": false, "under": null, …}
     ask_wiki(question, folder=None)      -> {"answer": "… [1].", "sources": […], "checks": {"citations": …},
                                              "see_also": [{"n": 2, …}], "see_also_line": "Siehe auch: [2] …", …}
+    rate_answer(id, vote, comment="")    -> {"id": "a-…", "vote": -1, "stored": true}  (ratings.py)
 
 The Model Context Protocol in the standard library: JSON-RPC 2.0, one message per line on
 stdin/stdout (the stdio transport), the handshake (initialize, then notifications/initialized),
 ping, tools/list and tools/call. A tool's result comes as structuredContent and, for clients that
 read only text, as the same JSON in one text block. ask_wiki's result is what the web page and the
 API get (rag/doors/common.py: `ask_rag.py --json`'s object plus the checks), plus the runners-up as the
-terminal's line (see_also_line, rag/answer/see_also.py). stdout carries nothing but
+terminal's line (see_also_line, rag/check/see_also.py). stdout carries nothing but
 protocol messages; notes go to stderr. An expected failure (no index, unknown folder, model server
 down) is a tool result with isError and the German line, so the calling model can read it.
 
@@ -27,13 +28,18 @@ import os
 import sys
 
 from rag import core
-from rag.answer import see_also
+from rag.check import see_also
 from rag.doors import common as doors
+from rag.doors import ratings
 
 PROTOCOL_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")  # the handshake's, newest first
 SERVER_INFO = {"name": "rag-ohne-magie", "title": "RAG ohne Magie – Wiki", "version": "1"}
 MAX_K = 20  # search_wiki: at most this many chunks
 PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS = -32700, -32600, -32601, -32602
+RATE_DESCRIPTION = ("Bewertet eine Antwort von ask_wiki mit +1 (hilfreich) oder -1 (nicht "
+                    "hilfreich), optional mit Kommentar; id ist das Feld id der Antwort. Die "
+                    "Autorinnen und Autoren des Wikis sehen abgelehnte Antworten im Bericht, ohne "
+                    "Namen.")
 
 
 def tools(settings):
@@ -58,6 +64,14 @@ def tools(settings):
          "inputSchema": {"type": "object", "properties": {
              "question": {"type": "string", "description": "die Frage, auf Deutsch"}, "folder": folder},
              "required": ["question"]}},
+        {"name": "rate_answer", "title": "Antwort bewerten", "description": RATE_DESCRIPTION,
+         "inputSchema": {"type": "object", "properties": {
+             "id": {"type": "string", "description": "die id aus dem Ergebnis von ask_wiki"},
+             "vote": {"type": "integer", "enum": [1, -1],
+                      "description": "1 = hilfreich, -1 = nicht hilfreich"},
+             "comment": {"type": "string",
+                         "description": "was fehlte oder falsch war (freiwillig)"}},
+             "required": ["id", "vote"]}},
     ]
 
 
@@ -106,7 +120,12 @@ def call(name, arguments, settings):
         events = doors.answer_events(text_arg(arguments, "question"), doors.request_settings(settings, folder))
         result = [data for kind, data in events if kind == "done"][0]
         return {**result, "see_also_line": see_also.line(result["see_also"], result["no_info"])}
-    raise BadParams(f"Werkzeug {name!r} gibt es nicht – search_wiki oder ask_wiki")
+    if name == "rate_answer":
+        status, reply = ratings.vote_reply(settings, arguments)
+        if status != 200:
+            raise core.CoreError(reply["error"]["message"])
+        return reply
+    raise BadParams(f"Werkzeug {name!r} gibt es nicht – search_wiki, ask_wiki oder rate_answer")
 
 
 def tool_result(data):

@@ -21,11 +21,12 @@ request are ignored (the door's own settings answer).
 import time
 import uuid
 
-from rag.answer import factcheck
-from rag.answer import guard
 from rag.answer import prompt as answer
-from rag.answer import see_also
-from rag.answer import support
+from rag.check import citations
+from rag.check import factcheck
+from rag.check import guard
+from rag.check import see_also
+from rag.check import support
 from rag.search import expand
 
 MODEL = "wiki"  # the model id; "wiki/mail" = only pages below mail/
@@ -78,20 +79,22 @@ def footnotes(result):
     """The sources (and checks) as text after the answer, from the door's result JSON (rag/doors/common.py).
 
     Example: sources [mail/a.md › A], citations valid [1] -> "\n\nQuellen:\n- [1] mail/a.md › A (zitiert)\nZitate: [1] gültig"
-    With runners-up (rag/answer/see_also.py) the line "Siehe auch: [2] …" (after the refusal "Vielleicht hilft: …")
-    comes first, as in the terminal.
+    With runners-up (rag/check/see_also.py) the line "Siehe auch: [2] …" (after the refusal
+    "Vielleicht hilft: …") comes first, as in the terminal; before it, why the answer is what it is
+    (rag/check/why.py).
     """
+    why = f"\n({result['why']})" if result.get("why") else ""  # as the terminal shows it
     if not result["sources"]:
-        return ""
+        return why
     cited = set((result.get("citations") or {}).get("valid") or [])
     refused = (result.get("answer") or "").strip() == answer.NO_INFO
     others = see_also.line(result.get("see_also"), refused)
-    lines = ["", ""] + ([others, ""] if others else []) + ["Quellen:"]
+    lines = [why, ""] + ([others, ""] if others else []) + ["Quellen:"]
     for n, s in enumerate(result["sources"], start=1):
         where = f"{s['path']} › {s['heading']}" if s.get("heading") else s["path"]
         lines.append(f"- [{n}] {where}" + (" (zitiert)" if n in cited else ""))
     if result.get("citations") is not None:
-        lines.append("Zitate: " + answer.describe_citations(result["citations"]))
+        lines.append("Zitate: " + citations.describe_citations(result["citations"]))
     if result.get("evidence") is not None and result.get("support") is not None:  # as the terminal shows them
         lines += support.describe({"evidence": result["evidence"], "statements": result["support"]})
     if result.get("unsupported"):
@@ -99,8 +102,6 @@ def footnotes(result):
     guarded = guard.describe(result.get("guard"))  # "" when the guard found nothing
     if guarded:
         lines.append(guarded)
-    if not result["llm_called"] and result.get("weak_evidence"):
-        lines.append("(kein LLM-Aufruf: zu wenig Belege im Wiki; das sind die nächsten Kandidaten)")
     return "\n".join(lines)
 
 

@@ -20,12 +20,13 @@ import threading
 import time
 
 from rag import core
-from rag.answer import choose
-from rag.answer import guard
 from rag.answer import prompt
-from rag.answer import see_also
+from rag.check import citations as citations_check
+from rag.check import guard
+from rag.check import see_also
+from rag.doors import explain
 from rag.doors import flags
-from rag.privacy import mask as privacy
+from rag.doors import ratings
 from rag.search import expand
 
 
@@ -84,48 +85,6 @@ def fail(message, code=1):
     sys.exit(code)
 
 
-def print_explain(result, out):
-    print(f"Suchtext:  {result.query_text}", file=out)
-    print(f"Modus:     {result.mode}; Suchstufe: {result.strategy or 'keine'}; "
-          f"Abdeckung {result.coverage:.0%}; bester Kosinus "
-          f"{'-' if result.best_cosine is None else f'{result.best_cosine:.3f}'}", file=out)
-    if result.under:
-        print(f"Ordner:    nur {result.under}", file=out)
-    if result.scan:  # which way rag/store/vectors.py scanned the vectors
-        processes = f", {result.scan_processes} Prozesse" if (result.scan_processes or 1) > 1 else ""
-        how = (f"HNSW: {result.scan_candidates} Kandidaten vorausgewählt, exakt nachgerechnet" if result.scan_candidates
-               else "exakt, alle Vektoren")
-        print(f"Vektorsuche: {result.scan}{processes} ({how})", file=out)
-    if result.weak:
-        print(f"Belege zu schwach: {result.weak_reason}", file=out)
-    if result.query_prefix is not None:
-        print(f'Präfix:    "{result.query_prefix}" (vor der Frage, nur fürs Embedding)', file=out)
-    for kept in result.pii_kept:  # business contacts and RAG_PII_KEEP values (rag/privacy/mask.py)
-        print(privacy.describe_kept(kept), file=out)
-    for n, source in enumerate(result.sources, start=1):  # questions of build_index.py --questions
-        question = result.found_by.get(source.doc_id)
-        if question:
-            print(f"Quelle [{n}] gefunden über die Frage: „{question}“", file=out)
-    print_choice(result, out)
-
-
-SIGNAL_NAMES = {"rank": "Rang", "cosine": "Kosinus", "heading": "Überschrift", "shape": "Form", "substance": "Substanz",
-                "intro": "Einleitung", "pointer": "Verweis", "role": "Rolle"}  # --explain's header, one per choose.Signals
-
-
-def print_choice(result, out):
-    """The signals rag/answer/choose.py weighs per source, the section a how-to answer shows marked with "→"
-    (from the sources as retrieved; the core weighs their prompt copies, which differ only after the guard)."""
-    rows = choose.table(result.sources, result.terms, result.weights, result.vocab)
-    if not rows:
-        return
-    chosen = choose.pick(rows)
-    print(f"Abschnittswahl (How-to): {' '.join(SIGNAL_NAMES[f] for f in choose.Signals._fields)} = Punkte", file=out)
-    for n, row in enumerate(rows):
-        values = " ".join(f"{x:.2f}" if isinstance(x, float) else str(x) for x in row)
-        print(f"  {'→' if n == chosen else ' '} [{n + 1}] {values} = {choose.score(row):.4f}", file=out)
-
-
 def print_searched(searched, args, out):
     """The rewritten follow-up (always), what --expand added (--explain)."""
     if searched.rewritten or searched.previous:
@@ -163,48 +122,38 @@ def print_sources(result, citations, out):
         print(f"  [{n}] {prompt.source_label(s)}  (Score {s.score:.4f}{cos}; {ranks})"
               + (f"  – {'; '.join(marks)}" if marks else ""), file=out)
     if citations is not None:
-        print("Zitate: " + prompt.describe_citations(citations), file=out)
+        print("Zitate: " + citations_check.describe_citations(citations), file=out)
 
 
-def judged_line(answerable):
-    """Example: {"judged": [{"n": 2, "p_yes": 0.12}, {"n": 1, "p_yes": 0.91}]} -> "[2] P(ja) 0.12, [1] P(ja) 0.91" """
-    return ", ".join(f"[{j['n']}] P(ja) " + ("–" if j["p_yes"] is None else f"{j['p_yes']:.2f}")
-                     for j in answerable["judged"])
-
-
-def print_answer(done, out):
-    """After the stream: the refusal line (no model asked), the sources, the checks."""
-    if done.text is not None and not done.llm_called:
-        print(done.text + "  (kein LLM-Aufruf: zu wenig Belege im Wiki; die nächsten Kandidaten:)", file=out)
-    elif done.answerable and done.answerable["refused"] and done.answerable.get("judged"):
-        print(f"{done.text}  (das Antwortmodell sieht die Frage in keinem geprüften Abschnitt beantwortet: "
-              f"{judged_line(done.answerable)} < {done.answerable['threshold']}; die Kandidaten:)", file=out)
-    elif done.answerable and done.answerable["refused"]:
-        print(f"{done.text}  (das Antwortmodell sieht die Frage in den Quellen nicht beantwortet: "
-              f"P(ja) {done.answerable['p_yes']:.2f} < {done.answerable['threshold']}; die Kandidaten:)", file=out)
-    elif done.grounding and done.grounding.get("echo"):  # rag/answer/echo.py
-        print(f"→ {done.text}  ({done.grounding['why']}; " + ("Zeile wörtlich aus der Quelle, nicht vom Modell geschrieben)"
-              if done.answered_by == "line" else "keine Stelle der Quellen beantwortet sie; die Kandidaten:)"), file=out)
-    elif done.grounding and done.grounding["refused"]:
-        g = done.grounding
-        print(f"→ {done.text}  (zurückgezogen: {', '.join(g['facts'])} steht nur in Stellen, die kaum von der Frage "
-              f"handeln – {g['why']}; die Kandidaten:)", file=out)
-    elif done.answered_by == "source":
-        judged = f"; geprüft: {judged_line(done.answerable)}" if done.answerable and done.answerable.get("judged") else ""
-        print(f"(Schritte wörtlich aus der Quelle übernommen, nicht vom Modell geschrieben{judged})", file=out)
+def print_answer(done, out, shown=False):
+    """After the stream: why the answer is what it is (rag/check/why.py; after the answer when the
+    stream did not show it, after "→" when a check replaced what it showed), the sources, the
+    checks."""
+    if done.why:
+        said = f"{'→ ' if done.replaced else ''}{done.text}  " if done.replaced or not shown else ""
+        print(f"{said}({done.why})", file=out)
     if not done.retrieval.sources:
         print("Keine passenden Stellen im Wiki gefunden.", file=out)
         return
+    refused = done.refused  # the core's: then no citation, evidence or fact lines, only the guard's
     if done.see_also:  # "Siehe auch: [2] … › …, [3] …"; after the refusal "Vielleicht hilft: …"
-        print(see_also.line(done.see_also, refused=(done.text or "").strip() == prompt.NO_INFO), file=out)
-    print_sources(done.retrieval, done.citations, out)
+        print(see_also.line(done.see_also, refused=refused), file=out)
+    print_sources(done.retrieval, None if refused else done.citations, out)
+    if refused:
+        print_guard(done, out)
+        return
     if done.support is not None:
-        from rag.answer import support
+        from rag.check import support
         for line in support.describe({"evidence": done.evidence, "statements": done.support}):
             print(line, file=out)
     if done.unsupported:
-        from rag.answer import factcheck
+        from rag.check import factcheck
         print(factcheck.describe(done.unsupported), file=out)
+    print_guard(done, out)
+
+
+def print_guard(done, out):
+    """The injection guard's lines (rag/check/guard.py describe), red in a terminal."""
     if done.guard:
         lines = guard.describe(done.guard, colour=out.isatty() and not os.environ.get("NO_COLOR"))
         if lines:
@@ -212,12 +161,13 @@ def print_answer(done, out):
 
 
 def show(events, args, out=sys.stdout):
-    """Print one question's events as the terminal shows them; returns the final Answer."""
-    streamed, found, status = False, 0, Status()
+    """Print one question's events as the terminal shows them; returns (the final Answer, whether a
+    piece of the answer was shown)."""
+    streamed, shown, found, status = False, False, 0, Status()
     try:
         for event in events:
             if event.kind == "done":
-                return event.data
+                return event.data, shown
             if event.kind == "searched" and event.data.warning:  # with --json too: one line on stderr
                 print(f"Warnung: {event.data.warning}", file=sys.stderr)
             if args.json:
@@ -226,10 +176,13 @@ def show(events, args, out=sys.stdout):
                 print_searched(event.data, args, out)
             elif event.kind == "sources":
                 found = len(event.data.sources)  # what the status line counts
-                if args.explain:
-                    print_explain(event.data, out)
+                if args.explain:  # stages 1 and 2 (rag/doors/explain.py)
+                    explain.found(event.data, out)
+                    explain.widened(event.data, out)
                 if args.show_context:
                     print_context(event.data.sources, out)
+            elif event.kind == "chosen" and args.explain:  # stage 3
+                explain.chosen(event.data, out)
             elif event.kind == "asking":
                 status.show(status_line(found, event.data))
             elif event.kind == "prompt" and args.show_prompt:
@@ -240,7 +193,7 @@ def show(events, args, out=sys.stdout):
             elif event.kind == "piece":
                 status.clear()
                 print(event.data, end="", file=out, flush=True)
-                streamed = True
+                streamed = shown = True
             elif event.kind == "checks" and streamed:
                 print(file=out)
                 streamed = False
@@ -255,11 +208,15 @@ def show(events, args, out=sys.stdout):
 
 def answer(events, args):
     """One question's events as they stream, then --json's object or the sources and checks; returns the Answer."""
-    done = show(events, args)
+    done, shown = show(events, args)
     if args.json:
         print(json.dumps(done.as_json(), ensure_ascii=False), flush=True)
     else:
-        print_answer(done, sys.stdout)
+        print_answer(done, sys.stdout, shown)
+        if args.explain:  # stages 4 to 6
+            explain.after(done, sys.stdout)
+        if done.text is not None and not args.no_audit:  # what --rate names (rag/doors/ratings.py)
+            print(ratings.id_line(done.id), flush=True)
     return done
 
 

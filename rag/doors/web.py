@@ -5,13 +5,17 @@
 
 Routes (every one turns the core's events into its own format, rag/doors/common.py):
     GET  /                       the page: rag/doors/page.html, HTML, CSS and JS in one file, nothing external
+                                 (rag/doors/markdown.js, the answer's Markdown as DOM nodes, put in)
     GET  /api/folders            {"folders": ["mail/", …]}: the index's top-level folders (folder filter)
     POST /api/ask                {"question", "under"} -> Server-Sent Events: sources, asking, piece …, checks, done
                                  (or error); each `data:` is one JSON object; asking (only when the model is
                                  asked) carries the terminal's status line, e.g. {"asking": "check", "line":
                                  "4 Quellen gefunden · prüfe, ob sie die Frage beantworten …"}
     GET  /v1/models, POST /v1/chat/completions    the wiki as an OpenAI "model" (rag/doors/openai_api.py)
-    GET  /health                 {"status": "ok", "slots": N, "queue": M}
+    POST /v1/feedback            {"id", "vote": 1 | -1, "comment"}: a vote (404: no such answer id)
+    GET  /bericht, /api/bericht  the report for the wiki's authors, page and JSON (doors/ratings.py)
+    GET  /health                 {"status": "ok", "slots": N, "queue": M, "running": R,
+                                 "waiting": W}: the gate's places, and how many are taken now
 
 Security: binds 127.0.0.1 unless a key is set (--serve-key / RAG_SERVE_KEY); with a key every request
 needs it, as `Authorization: Bearer KEY` (API clients) or HTTP Basic with the key as password (the
@@ -20,27 +24,23 @@ allows nothing but the page's own inline script and style (by hash) and requests
 
 Load: at most SLOTS questions run at once (the answer server's slots, its /props `total_slots`),
 QUEUE more wait for one; beyond that the reply comes at once: HTTP 503 with Retry-After and
-"Der Server ist ausgelastet, bitte in N s erneut fragen." (N: the median time of recent questions).
+"Der Server ist ausgelastet, bitte in N s erneut fragen." (rag/doors/gate.py). A question's place
+is free before its stream ends: who read an answer to the end may ask again at once.
 
 Users (--users FILE) each get answers only from the pages they may read: the request's Reader goes into the
-settings, the store hides the rest (rag/doors/users.py, rag/store/access.py, docs/rechte.md).
+settings, the store hides the rest (rag/store/users.py, rag/store/access.py, docs/rechte.md).
 
 Does not handle: TLS (put a reverse proxy in front), limits per client.
 """
 import base64
-import collections
-import contextlib
 import hashlib
 import ipaddress
 import itertools
 import json
-import math
 import re
 import signal
 import socket
 import sys
-import threading
-import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -48,60 +48,20 @@ from urllib.parse import urlsplit
 from rag import core
 from rag.doors import common as doors
 from rag.doors import openai_api
+from rag.doors import ratings
 from rag.doors import terminal
-from rag.doors import users
-from rag.doors.users import key_ok  # noqa: F401  (the one key check, rag/doors/users.py)
+from rag.doors.gate import Busy, Gate
+from rag.store import users
+from rag.store.users import key_ok  # noqa: F401  (the one key check, rag/store/users.py)
 from rag.models import llm
 
 HOST = "127.0.0.1"  # loopback only, unless a key is set
 PORT = 8090
 MAX_BODY = 1_000_000  # bytes of a request body
 SOCKET_TIMEOUT = 300  # seconds a client may stall a read or write before its thread gives up
-RETRY_DEFAULT = 10  # seconds in "bitte in N s erneut" before any question has finished
-RECENT = 20  # question durations the retry estimate looks at
 PAGE = Path(__file__).with_name("page.html")
-BUSY = "Der Server ist ausgelastet, bitte in {n} s erneut fragen."
-
-
-class Busy(Exception):
-    def __init__(self, seconds):
-        super().__init__(BUSY.format(n=seconds))
-        self.seconds = seconds
-
-
-class Gate:
-    """At most `slots` questions at once and `queue` more waiting; beyond that Busy, at once.
-
-    Example: Gate(1, 0): a second question while the first runs -> Busy("… bitte in 10 s erneut …")
-    """
-
-    def __init__(self, slots, queue):
-        self.slots, self.queue = slots, queue
-        self.places = threading.BoundedSemaphore(slots + queue)
-        self.running = threading.Semaphore(slots)
-        self.durations = collections.deque(maxlen=RECENT)
-        self.lock = threading.Lock()
-
-    @contextlib.contextmanager
-    def enter(self):
-        if not self.places.acquire(blocking=False):
-            raise Busy(self.retry_after())
-        try:
-            with self.running:
-                started = time.monotonic()
-                try:
-                    yield
-                finally:
-                    with self.lock:
-                        self.durations.append(time.monotonic() - started)
-        finally:
-            self.places.release()
-
-    def retry_after(self):
-        """Seconds until a place is likely free: the median duration of recent questions, rounded up."""
-        with self.lock:
-            recent = sorted(self.durations)
-        return max(1, math.ceil(recent[len(recent) // 2])) if recent else RETRY_DEFAULT
+MARKDOWN = PAGE.with_name("markdown.js")  # the answer's Markdown as DOM nodes (page_text)
+REPORT_PAGE = Path(__file__).with_name("bericht.html")  # /bericht: the report for the authors
 
 
 def loopback(host):
@@ -121,6 +81,12 @@ def csp(page):
                         for body in re.findall(rf"<{tag}>(.*?)</{tag}>", page, re.S))
     return (f"default-src 'none'; script-src {hashes('script')}; style-src {hashes('style')}; connect-src 'self'; "
             f"img-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
+
+
+def page_text():
+    """page.html with markdown.js where it says "<!-- markdown.js -->": one file, nothing else."""
+    script = f"<script>\n{MARKDOWN.read_text(encoding='utf-8')}</script>"
+    return PAGE.read_text(encoding="utf-8").replace("<!-- markdown.js -->", script, 1)
 
 
 def answer_slots(settings):
@@ -149,10 +115,11 @@ def with_status_line(events):
 
 
 class State:
-    def __init__(self, settings, auth, gate):
-        self.settings, self.auth, self.gate = settings, auth, gate  # auth: rag/doors/users.py Auth
-        text = PAGE.read_text(encoding="utf-8")
-        self.page, self.csp = text.encode("utf-8"), csp(text)
+    def __init__(self, settings, auth, gate, wiki=None):
+        self.settings, self.auth, self.gate = settings, auth, gate  # auth: rag/store/users.py Auth
+        self.wiki = wiki  # the wiki folder: the report reads the pages' owners there
+        texts = {"/": page_text(), "/bericht": REPORT_PAGE.read_text(encoding="utf-8")}
+        self.pages = {path: (text.encode("utf-8"), csp(text)) for path, text in texts.items()}
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -160,6 +127,7 @@ class Handler(BaseHTTPRequestHandler):
     server_version = "rag-ohne-magie"
     protocol_version = "HTTP/1.1"  # streams chunked, replies with Content-Length, connections kept
     timeout = SOCKET_TIMEOUT
+    streaming = False  # an event stream was started (stream()); end_stream() ends it
 
     @property
     def state(self):
@@ -188,28 +156,32 @@ class Handler(BaseHTTPRequestHandler):
         kind = {401: "authentication_error", 503: "server_busy"}.get(status, "invalid_request_error")
         self.send_json(status, openai_api.error(message, kind) if api else {"error": message}, headers)
 
-    @contextlib.contextmanager
     def stream(self):
-        """A text/event-stream response, chunked: each event is one HTTP chunk, sent at once."""
+        """Start a text/event-stream response, chunked: each event is one HTTP chunk, sent at once;
+        end_stream() ends it, after the question's place in the gate is free."""
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream; charset=utf-8")
         self.send_header("Cache-Control", "no-store")
         self.send_header("X-Accel-Buffering", "no")  # a proxy in front must not hold the events back
         self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
-        self.close_connection = True
-        yield
-        self.wfile.write(b"0\r\n\r\n")
+        self.close_connection = self.streaming = True
 
-    def send_page(self):
-        """The page, with its Content-Security-Policy."""
+    def end_stream(self):
+        if self.streaming:
+            self.wfile.write(b"0\r\n\r\n")
+
+    def send_page(self, path="/"):
+        """A page (/ or /bericht), with its Content-Security-Policy."""
+        page, policy = self.state.pages[path]
         self.send_response(200)
-        for name, value in (("Content-Type", "text/html; charset=utf-8"), ("Content-Security-Policy", self.state.csp),
+        for name, value in (("Content-Type", "text/html; charset=utf-8"),
+                            ("Content-Security-Policy", policy),
                             ("X-Content-Type-Options", "nosniff"), ("Referrer-Policy", "no-referrer"),
-                            ("Cache-Control", "no-store"), ("Content-Length", str(len(self.state.page)))):
+                            ("Cache-Control", "no-store"), ("Content-Length", str(len(page)))):
             self.send_header(name, value)
         self.end_headers()
-        self.wfile.write(self.state.page)
+        self.wfile.write(page)
 
     def send_event(self, data, event=None):
         head = f"event: {event}\n" if event else ""
@@ -218,7 +190,8 @@ class Handler(BaseHTTPRequestHandler):
 
     # -- requests --------------------------------------------------------------------------
     def authorised(self):
-        """Who asks (rag/doors/users.py): self.settings becomes the door's settings for that reader."""
+        """Who asks (rag/store/users.py): self.settings becomes the door's settings for that
+        reader."""
         reader = users.identify(self.headers, self.client_address[0], self.state.auth)
         if reader is not None:
             self.settings = doors.request_settings(self.state.settings, reader=reader)
@@ -252,14 +225,16 @@ class Handler(BaseHTTPRequestHandler):
         if not self.authorised():
             return
         path = urlsplit(self.path).path
-        if path == "/":
-            self.send_page()
+        if path in self.state.pages:
+            self.send_page(path)
+        elif path == "/api/bericht":
+            self.send_json(*ratings.report_reply(self.settings, self.state.wiki, self.path))
         elif path == "/api/folders":
             self.send_json(200, {"folders": doors.folders(self.settings)})
         elif path == "/v1/models":
             self.send_json(200, openai_api.models(doors.folders(self.settings)))
         elif path == "/health":
-            self.send_json(200, {"status": "ok", "slots": self.state.gate.slots, "queue": self.state.gate.queue})
+            self.send_json(200, {"status": "ok", **self.state.gate.health()})
         else:
             self.send_error_json(404, f"{path} gibt es nicht – die Seite liegt unter /", path.startswith("/v1/"))
 
@@ -267,16 +242,19 @@ class Handler(BaseHTTPRequestHandler):
         if not self.authorised():
             return
         path = urlsplit(self.path).path
-        if path not in ("/api/ask", "/v1/chat/completions"):
+        if path not in ("/api/ask", "/v1/chat/completions", "/v1/feedback"):
             return self.send_error_json(404, f"{path} gibt es nicht – POST /api/ask oder /v1/chat/completions",
                                         path.startswith("/v1/"))
         body = self.read_json()
         if body is None:
             return
+        if path == "/v1/feedback":
+            return self.send_json(*ratings.vote_reply(self.settings, body))
         api = path.startswith("/v1/")
         try:
             with self.state.gate.enter():
                 (self.ask_openai if api else self.ask_page)(body)
+            self.end_stream()  # the reader sees the end only once the place is free again
         except Busy as busy:
             self.send_error_json(503, str(busy), api, headers=[("Retry-After", str(busy.seconds))])
         except (BrokenPipeError, ConnectionResetError, socket.timeout):
@@ -298,12 +276,12 @@ class Handler(BaseHTTPRequestHandler):
         first = self.first(events, api=False)
         if first is None:
             return
-        with self.stream():
-            try:
-                for kind, data in with_status_line(itertools.chain([first], events)):
-                    self.send_event(data, kind)
-            except core.CoreError as exc:
-                self.send_event({"error": str(exc)}, "error")
+        self.stream()
+        try:
+            for kind, data in with_status_line(itertools.chain([first], events)):
+                self.send_event(data, kind)
+        except core.CoreError as exc:
+            self.send_event({"error": str(exc)}, "error")
 
     def ask_openai(self, body):
         question, history = openai_api.question_and_history(body.get("messages"))
@@ -320,22 +298,23 @@ class Handler(BaseHTTPRequestHandler):
                 return self.send_error_json(502, str(exc), api=True)
             return self.send_json(200, openai_api.completion(result, model))
         cid, streamed = openai_api.new_id(), False
-        with self.stream():
-            self.send_event(openai_api.chunk(cid, model, {"role": "assistant", "content": ""}))
-            try:
-                for kind, data in itertools.chain([first], events):
-                    if kind == "searched" and openai_api.searched_line(data):
-                        self.send_event(openai_api.chunk(cid, model, {"content": openai_api.searched_line(data)}))
-                    elif kind == "piece":
-                        streamed = True
-                        self.send_event(openai_api.chunk(cid, model, {"content": data["text"]}))
-                    elif kind == "done":
-                        text = ("" if streamed else data["answer"] or "") + openai_api.footnotes(data)
-                        self.send_event(openai_api.chunk(cid, model, {"content": text}))
-                        self.send_event(openai_api.chunk(cid, model, finish="stop", result=data))
-            except core.CoreError as exc:
-                self.send_event(openai_api.error(str(exc), "server_error"))
-            self.send_event("[DONE]")
+        self.stream()
+        self.send_event(openai_api.chunk(cid, model, {"role": "assistant", "content": ""}))
+        try:
+            for kind, data in itertools.chain([first], events):
+                if kind == "searched" and openai_api.searched_line(data):
+                    line = openai_api.searched_line(data)
+                    self.send_event(openai_api.chunk(cid, model, {"content": line}))
+                elif kind == "piece":
+                    streamed = True
+                    self.send_event(openai_api.chunk(cid, model, {"content": data["text"]}))
+                elif kind == "done":
+                    text = ("" if streamed else data["answer"] or "") + openai_api.footnotes(data)
+                    self.send_event(openai_api.chunk(cid, model, {"content": text}))
+                    self.send_event(openai_api.chunk(cid, model, finish="stop", result=data))
+        except core.CoreError as exc:
+            self.send_event(openai_api.error(str(exc), "server_error"))
+        self.send_event("[DONE]")
 
 
 class Server(ThreadingHTTPServer):
@@ -348,17 +327,17 @@ class Server(ThreadingHTTPServer):
         super().__init__(address, Handler)
 
 
-
-def serve(settings, host=HOST, port=PORT, key=None, slots=None, queue=None, auth=None):
+def serve(settings, host=HOST, port=PORT, key=None, slots=None, queue=None, auth=None, wiki=None):
     """Serve the page and the API until Ctrl-C or SIGTERM; expected failures raise core.CoreError.
-    auth: users, --serve-key and the proxy settings (rag/doors/users.py Auth); else the one key."""
+    auth: users, --serve-key and the proxy settings (rag/store/users.py Auth); else the one key.
+    wiki: the wiki folder, where the report finds the pages' owners."""
     auth = auth or users.Auth(serve_key=key)
     key = auth.serve_key or auth.users or auth.trust_proxy
     if not loopback(host) and not key:
         raise core.CoreError(f"--host {host} ist von anderen Rechnern erreichbar – nur mit Schlüssel starten "
                              f"(--serve-key / RAG_SERVE_KEY) oder --host 127.0.0.1")
     core.open_index(settings)[0].close()  # no index: say so now, not at the first question
-    state = State(settings, auth, None)
+    state = State(settings, auth, None, wiki)
     try:
         httpd = Server((host, port), state)
     except OSError as exc:

@@ -17,8 +17,8 @@ import re
 from pathlib import Path
 
 from rag.ingest.pages import FRONT_MATTER, LEADING, warn, yaml_list
+from rag.store.access import GROUP
 
-GROUP = re.compile(r"[\w][\w.-]*")  # a group name: letters, digits, _ . - (e.g. personal, betriebsrat, it-ops)
 ACCESS_LINE = re.compile(r"^access:", re.M)
 HEAD_BYTES = 20000  # the front matter is read from the first bytes of a page
 
@@ -44,22 +44,27 @@ def folder_rule(path):
     return tuple(sorted(groups))
 
 
-def page_rule(path, rel):
-    """The groups of a page's own `access:` front matter line, or None without one (only .md and .txt pages)."""
+def head_yaml(path):
+    """The YAML text of a page's front matter ("" without one; only .md and .txt pages have one)."""
     if path.suffix.lower() not in (".md", ".txt"):
-        return None
+        return ""
     try:
         if not path.is_file():  # a FIFO or a device: pages.py skips it, and reading it would block
-            return None
+            return ""
         with open(path, "rb") as page:
             raw = page.read(HEAD_BYTES)
     except OSError:
-        return None
+        return ""
     utf16 = raw.startswith((b"\xff\xfe", b"\xfe\xff"))  # as pages.py reads it: UTF-16 with a byte order mark
     head = raw.decode("utf-16" if utf16 else "utf-8", errors="replace").lstrip("\ufeff")
     head = head.replace("\r\n", "\n")
     match = FRONT_MATTER.match(head[LEADING.match(head).end():])  # also after blank or image lines, as pages.py
-    yaml = (match.group(1) or "") if match else ""
+    return (match.group(1) or "") if match else ""
+
+
+def page_rule(path, rel):
+    """The groups of a page's own `access:` front matter line, or None without one."""
+    yaml = head_yaml(path)
     found = ACCESS_LINE.search(yaml)
     if not found:
         return None

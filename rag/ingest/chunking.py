@@ -24,9 +24,10 @@ from rag.text import sentences
 
 MAX_CHARS = 1200  # longest chunk in characters (as in the post)
 HEADING_SEP = " › "  # between the parts of a heading path
-CHUNKER = "chunker 5"  # bump when chunking changes: every page is then re-chunked (vectors reused);
+CHUNKER = "chunker 6"  # bump when chunking changes: every page is then re-chunked (vectors reused);
 #                        3: invisible characters removed; 4: long paragraphs cut with rag/text/sentences.py;
 #                        5: documentation markup (rag/ingest/markup.py), front matter after an image line
+#                        6: an admonition titled with its label says it once ("Hinweis:", not twice)
 CLAUSE_MARKS = ".!?:;"  # where a too-long paragraph may be cut: sentence ends, and after ":" and ";"
 HEADING = re.compile(r"^(#{1,6})\s+(.+?)(?:\s+#+)?\s*$")  # "## Quota ##" -> Quota; "# C#" stays C#
 FENCE = re.compile(r"^\s*(```|~~~)")

@@ -28,6 +28,11 @@ LABELS = {  # admonition type (lower case) -> German label; anything else is a "
     **dict.fromkeys(("abstract", "abstrakt", "summary", "tldr", "zusammenfassung"), "Zusammenfassung"),
     **dict.fromkeys(("quote", "cite", "zitat"), "Zitat"),
 }
+SPHINX_LABELS = {  # reST/Sphinx admonition -> German label (Sphinx names each kind apart; rag/ingest/rst/)
+    "note": "Hinweis", "hint": "Hinweis", "attention": "Achtung", "caution": "Vorsicht", "danger": "Gefahr",
+    "error": "Fehler", "important": "Wichtig", "tip": "Tipp", "warning": "Warnung", "seealso": "Siehe auch",
+}
+NOTE_LABELS = sorted(set(LABELS.values()) | set(SPHINX_LABELS.values()))  # every label a note line starts with
 KEYS = {"ctrl": "Strg", "alt": "Alt", "del": "Entf", "delete": "Entf", "shift": "Umschalt", "enter": "Enter",
         "esc": "Esc", "tab": "Tab", "space": "Leertaste", "backspace": "Rücktaste", "cmd": "Cmd", "win": "Win"}
 
@@ -45,8 +50,11 @@ KEY = re.compile(r"\+\+([\w-]+(?:\+[\w-]+)*)\+\+")  # ++ctrl+alt+del++ -> Strg+A
 def label(kind, title):
     """The German label line of an admonition. Example: ("warning", "Backup") -> "Achtung: Backup";
     (None, "Dateiname") -> "Hinweis: Dateiname"; ("tip", "") -> "Hinweis:";
-    (None, "attention Text") -> "Achtung: Text" (the type slipped into the quotes)"""
-    if not kind and title and title.split(" ", 1)[0].lower() in LABELS:
+    (None, "attention Text") -> "Achtung: Text" (the type slipped into the quotes);
+    ("note", "Hinweis") -> "Hinweis:" (a title that is a label is the label, not said twice)"""
+    if title and title.strip().rstrip(":").lower() in LABELS:
+        kind, title = title.strip().rstrip(":"), ""
+    elif not kind and title and title.split(" ", 1)[0].lower() in LABELS:
         kind, _, title = title.partition(" ")
     name = LABELS.get((kind or "").lower(), "Hinweis")
     return f"{name}: {title.strip()}" if title and title.strip() else f"{name}:"

@@ -4,9 +4,11 @@
     read_page(Path("wiki/vpn.md"), "vpn.md")      -> ("# VPN\\n\\nClient starten.\\n", "9f2c…")
     strip_front_matter("---\\ntitle: VPN\\n---\\nText") -> ("Text", "VPN")
 
-Pages are wiki/**/*.md and *.txt, and the documents of rag/ingest/formats/ (suffixes in any case:
-VERTRAG.PDF). Text is NFC with "\\n" line ends; PDF, HTML, office files, images and e-mails become
-Markdown first, only when their bytes changed (so OCR runs only on new or changed scans). Text a
+Pages are wiki/**/*.md, *.txt and *.rst, and the documents of rag/ingest/formats/ (suffixes in any
+case: VERTRAG.PDF). Text is NFC with "\\n" line ends; PDF, HTML, office files, images and e-mails become
+Markdown first, only when their bytes changed (so OCR runs only on new or changed scans).
+reStructuredText (Sphinx) becomes Markdown on every run (rag/ingest/rst/, fast): its page hash is that
+of the Markdown, so a changed include or another page's title re-chunks the pages that show it. Text a
 reader does not see (rag/ingest/hidden.py) is dropped with one warning per page. Bad input never
 stops a run: a file that cannot be used (binary, too large, unreadable, a symlink loop) is skipped
 with one German warning naming it; text that is not UTF-8 is read with replacement characters (�)
@@ -24,9 +26,11 @@ from pathlib import Path
 
 from rag.ingest import formats
 from rag.ingest import hidden
+from rag.ingest import rst
 
 MAX_FILE_BYTES = 5 * 1024 * 1024  # larger text files are skipped with a warning
-SUFFIXES = (".md", ".txt") + formats.SUFFIXES  # what counts as a wiki page (.pdf .docx .xlsx …: rag/ingest/formats/)
+SUFFIXES = (".md", ".txt", rst.SUFFIX) + formats.SUFFIXES  # what counts as a wiki page
+#          (.rst: rag/ingest/rst/; .pdf .docx .xlsx …: rag/ingest/formats/)
 FRONT_MATTER = re.compile(r"\A---[ \t]*\n(.*?\n)?(?:---|\.\.\.)[ \t]*(?:\n|\Z)", re.S)
 LEADING = re.compile(r"(?:[ \t]*\n|[ \t]*\[?!\[[^\n]*\n)*")  # blank and image lines before front matter
 YAML_KEYS = re.compile(r"(?:(?:[\w-]+:.*|[ \t]+.*|[ \t]*)\n)*")  # what a front matter found after them must look like
@@ -227,10 +231,13 @@ def read_changed(wiki, rels, known, settings, pdftotext, stats, present):
     Example: ["a.md"] with known {} -> yields ("a.md", "5e1f…", "# A\\n\\nText")
     """
     warned = set()  # missing converters: one warning per run
+    project = rst.Project(wiki, [rel for rel in rels if rst.is_rst(rel)])  # titles read once, when asked
     for rel in rels:
         text, file_hash = read_page(wiki / rel, rel)
         if text is None:
             continue
+        if rst.is_rst(rel):
+            text, file_hash = rst_markdown(rel, text, project)
         version = f", {formats.version(rel)}" if formats.is_document(rel) else ""  # (Markdown hashes stay as they were)
         page_hash = text_hash(f"{settings}{version}\n{file_hash}")
         present.add(rel)
@@ -245,3 +252,14 @@ def read_changed(wiki, rels, known, settings, pdftotext, stats, present):
                     present.discard(rel)
                 continue
         yield rel, page_hash, clean_page(rel, text, notes)
+
+
+def rst_markdown(rel, text, project):
+    """(Markdown of a reST page, its hash); one warning per problem (an include that cannot be read).
+
+    Example: ("a.rst", "Titel\\n=====\\n\\nText\\n", project) -> ("# Titel\\n\\nText\\n", "7d1a…")
+    """
+    text, problems = rst.to_markdown(rel, text, project)
+    for problem in problems:
+        warn(f"{rel}: {problem}")
+    return text, text_hash(text)

@@ -39,6 +39,7 @@ import math
 import re
 import time
 
+from rag import tuned
 from rag.privacy import mask as privacy
 from rag.search import followups
 from rag.search import ranking as search
@@ -48,14 +49,14 @@ METHODS = ("phrases", "choose", "both", "prf")  # what --expand adds (see above)
 METHOD = "phrases"  # --expand's method unless --expand-method / RAG_EXPAND_METHOD says otherwise
 LONG_QUESTION = 60  # words: a longer message is first cut down to its question part (for the phrases)
 N_PHRASES = 3  # search phrases the model writes
-EXPANSION_WEIGHT = 0.5  # RRF weight of each phrase's ranking; the question's own ranking weighs 1.0
+EXPANSION_WEIGHT = tuned.value("expand.EXPANSION_WEIGHT")  # RRF weight of each phrase's ranking
 N_CANDIDATES = 20  # choose: first results (distinct headings) the model reads
 N_CHOSEN = 3  # choose: headings it may name, best first
-CHOSEN_WEIGHT = 1.0  # choose: RRF weight of the model's choice, next to the question's own rankings
+CHOSEN_WEIGHT = tuned.value("expand.CHOSEN_WEIGHT")  # choose: RRF weight of the model's choice
 PRF_DOCS = 5  # prf: the first results whose words are read
 PRF_TERMS = 10  # prf: words taken from them
 PRF_CANDIDATES = 40  # prf: the most frequent words of those results whose IDF is looked up
-PRF_WEIGHT = 0.25  # prf: RRF weight of the feedback ranking (the best of 24 settings on both sets, docs/suche.md)
+PRF_WEIGHT = tuned.value("expand.PRF_WEIGHT")  # prf: RRF weight of the feedback ranking
 MAX_TOKENS_PHRASES = 40  # three phrases of up to four words, as JSON, need about 25
 MAX_TOKENS_CHOOSE = 16  # "[3, 12, 7]"
 

@@ -14,6 +14,8 @@ pronoun ("Und bei Exchange?" is read as one because it is short), personal data 
 """
 import re
 
+from rag import tuned
+
 HISTORY_TURNS = 2  # a follow-up is read against the last two turns (question + answer each)
 SHORT_FOLLOWUP = 4  # words: a follow-up this short is read against the history even without a pronoun
 MAX_TOKENS_REWRITE = 160  # one question (60 cut a long one off mid-JSON in evaluate.py --followups)
@@ -79,8 +81,10 @@ REWRITE_SYSTEM = (
     "Frage schon ohne das Gespräch verständlich, gib sie unverändert zurück.")  # two worked examples in front made
 # the 1.5B model copy the first question (evaluate.py --followups: R@5 0.487 rewritten alone, docs/suche.md)
 REWRITE_SCHEMA = {"type": "string", "minLength": 5, "maxLength": 200}
-FOLLOWUP_WEIGHT = 0.25  # a follow-up that leans on the history: RRF weight of its own ranking …
-HISTORY_WEIGHT = 1.0  # … and of the previous question and the follow-up searched as one text
+# a follow-up that leans on the history: RRF weight of its own ranking, and of the previous question
+# and the follow-up searched as one text
+FOLLOWUP_WEIGHT = tuned.value("followups.FOLLOWUP_WEIGHT")
+HISTORY_WEIGHT = tuned.value("followups.HISTORY_WEIGHT")
 
 
 def recent(history, turns=HISTORY_TURNS):

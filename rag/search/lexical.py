@@ -12,7 +12,10 @@ Does not handle: phrases or word distance, synonyms (rag/search/expand.py asks t
 """
 import math
 
-COVERAGE_POWER = 1  # lexical score = BM25 × coverage ** COVERAGE_POWER (0 = plain BM25; measured: 1 best MRR@10)
+from rag import tuned
+
+# lexical score = BM25 × coverage ** COVERAGE_POWER (0 = plain BM25)
+COVERAGE_POWER = tuned.value("lexical.COVERAGE_POWER")
 
 
 def alternatives(term, loose):

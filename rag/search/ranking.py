@@ -32,7 +32,9 @@ import math
 import operator
 from dataclasses import dataclass, field
 
-from rag.search import questions
+from rag import tuned
+from rag.search import finalists, questions
+from rag.search.floor import floor  # the relevance floor decides after the ranking
 from rag.search.lexical import chunk_tokens, covered, lexical_ranking, store_size
 from rag.store import sqlite as store
 from rag.text import german
@@ -44,18 +46,14 @@ except ImportError:  # Python 3.11
         """Example: dot([1, 2], [3, 4]) -> 11"""
         return sum(map(operator.mul, a, b))
 
-RRF_K = 60  # Reciprocal Rank Fusion constant (Cormack et al.)
-LEXICAL_WEIGHT = 1.0  # weight of the lexical ranking in hybrid mode
-VECTOR_WEIGHT = 0.01  # weight of the vector ranking: tiny, measured (docs/suche.md); RAG_VECTOR_WEIGHT
+# The numbers, with where each comes from: rag/tuned.py (`ask_rag.py --explain` prints them).
+RRF_K = tuned.value("ranking.RRF_K")  # Reciprocal Rank Fusion constant
+LEXICAL_WEIGHT = tuned.value("ranking.LEXICAL_WEIGHT")  # the lexical ranking's weight (hybrid)
+# … the vector ranking's, for an embedding model without a measured one (RAG_VECTOR_WEIGHT)
+VECTOR_WEIGHT = tuned.value("ranking.VECTOR_WEIGHT")
 FETCH = 50  # candidates per mode before fusion and the per-file cap
-MAX_PER_FILE = 3  # at most this many chunks of one file in the final top-k …
-COMPARABLE = 0.98  # … while another file has a candidate scoring at least this share (0 = hard cap)
-MIN_COVERAGE = 0.25  # floor: IDF-weighted share of the question found in the best lexical hit
-MAX_UNKNOWN = 0.45  # floor: IDF-weighted share of the question that no chunk contains
-FULL_COVERAGE = 0.999  # floor: the strict stage found a hit with every word of the question (or its stem); then a
-#                        low cosine alone does not refuse (a table row "Name: Schütt | Vorname: Sven | Durchwahl: 3357"
-#                        has cosine 0.83 to "Welche Durchwahl hat Sven Schütt?"); no verdict of the three answer sets
-#                        or eval/questions.jsonl changes (docs/suche.md)
+MAX_PER_FILE = tuned.value("ranking.MAX_PER_FILE")  # at most this many chunks of one file …
+COMPARABLE = tuned.value("ranking.COMPARABLE")  # … while another file's candidate scores this share
 MODES = ("hybrid", "vector", "lexical")
 
 
@@ -164,10 +162,9 @@ def cap_per_file(sources, top_k, max_per_file, comparable=COMPARABLE):
     return out
 
 
-SECTION_MAX = 4000  # whole_sections: a section longer than this (characters) stays cut into its chunks. How-to
-#   answers print it verbatim (the model reads 250 characters of it): 2000 -> 4000 puts all key steps in the printed
-#   section for 3 more of 43 ioBroker how-to questions (27 -> 30; wiki 45/53 and i-doit 37/68 the same), 8000 one more
-#   each on ioBroker and i-doit, at 16 instead of 14 lines an answer (docs/messwerte.md)
+# whole_sections: a section longer than this (characters) stays cut into its chunks; how-to answers
+# print it verbatim (the model reads 250 characters of it)
+SECTION_MAX = tuned.value("ranking.SECTION_MAX")
 
 
 def whole_sections(index, sources, max_chars=SECTION_MAX):
@@ -197,7 +194,8 @@ def retrieve_fused(index, queries, weights, top_k=4, max_per_file=MAX_PER_FILE, 
                    feedback=None, **options):
     """retrieve() for the question and its expansions, fused by weighted RRF, then the per-file cap.
     queries: [(text, vector or None)], the question first; weights: one per text; options: as for retrieve().
-    One text and no chooser: exactly retrieve().
+    One text and no chooser: exactly retrieve(), with its second stage (rag/search/finalists.py); several
+    texts are fused without it: its cosine is to the question alone and would undo what an expansion found.
 
     Hybrid: a chunk's score is the sum of weight × its RRF score for each text, i.e. one RRF over the
     lexical and vector rankings of all texts (a text whose words match nothing adds little);
@@ -279,44 +277,9 @@ def fill_cosines(index, sources, qvec):
             source.cosine = missing.get(source.doc_id)
 
 
-def judge(result, floor_cosine, reject_cosine=None):
-    """Set result.weak when the wiki evidence is too thin to ask the LLM.
-
-    Weak = the best cosine is below reject_cosine (the question is about something else, even when
-    common words match) unless the strict stage found a hit with every word (FULL_COVERAGE), or:
-    the best lexical hit covers less than MIN_COVERAGE of the question (IDF-weighted) or at least
-    MAX_UNKNOWN of the question is words that no chunk contains — unless
-    the best cosine reaches floor_cosine. Both thresholds are measured per embedding model
-    (None = vectors do not count, as for Gemma 3 270M, whose cosines do not separate in-wiki from
-    out-of-wiki questions). Measured on eval/questions.jsonl, see docs/suche.md ("Ehrliches Nein").
-
-    Example (e5: reject 0.85, floor 0.862): cosine 0.83 -> weak (strict stage, coverage 100%, nothing unknown:
-    not weak); cosine 0.855 with coverage 10% -> weak; cosine 0.855 with coverage 60% -> not weak; cosine 0.87 -> not weak.
-    """
-    cosine = result.best_cosine
-    lexical_ok = result.coverage >= MIN_COVERAGE and result.unknown < MAX_UNKNOWN
-    vector_ok = floor_cosine is not None and cosine is not None and cosine >= floor_cosine
-    if result.mode == "vector":  # no lexical evidence in this mode: only the cosine floor can refuse
-        lexical_ok, vector_ok = False, floor_cosine is None or vector_ok
-    every_word = result.strategy == "strict" and result.coverage >= FULL_COVERAGE and result.unknown == 0
-    if reject_cosine is not None and cosine is not None and cosine < reject_cosine and not every_word:
-        result.weak = True
-        result.weak_reason = f"bester Kosinus {cosine:.3f} < {reject_cosine} (Frage passt zu keinem Chunk)"
-    elif not (lexical_ok or vector_ok):
-        result.weak = True
-        result.weak_reason = (f"bester Treffer deckt {result.coverage:.0%} der Frage ab (mindestens "
-                              f"{MIN_COVERAGE:.0%}), {result.unknown:.0%} der Frage kommen im Wiki nicht vor "
-                              f"(höchstens {MAX_UNKNOWN:.0%})")
-        if floor_cosine is not None and cosine is not None:
-            result.weak_reason += f", bester Kosinus {cosine:.3f} < {floor_cosine}"
-    return result
-
-
-# Measured with `evaluate.py --tune` on eval/questions.jsonl (docs/suche.md), per embedding model.
-MEASURED = {
-    "gemma-3-270m-q4_k_m.gguf": {"vector_weight": 0.01, "floor_cosine": 0.956},
-    "multilingual-e5-small-q4_0.gguf": {"vector_weight": 1.0, "floor_cosine": 0.862, "reject_cosine": 0.85},
-}
+# Measured with `evaluate.py --tune` on eval/questions.jsonl, per embedding model
+# (rag/tuned.toml embed_models).
+MEASURED = {model: number.value for model, number in tuned.EMBED_MODELS.items()}
 
 
 def index_settings(meta, vector_weight=None, floor_cosine=None, reject_cosine=None):
@@ -391,10 +354,12 @@ def retrieve(index, question, qvec, mode="hybrid", top_k=4, max_per_file=MAX_PER
         source.cosine = cosines.get(doc_id)
     if mode == "hybrid":
         ordered = sorted(sources.values(), key=lambda s: (-s.score, s.path, s.chunk_index))
+        if capped:  # the second stage: the first sections scored again (rag/search/finalists.py)
+            ordered = finalists.rerank(index, ordered, qvec, terms, result.weights, vocab)
     else:  # the mode's own order (the lexical cascade is not sorted by BM25 alone)
         ordered = [sources[doc_id] for _, doc_id in rankings.get(mode, [])]
     result.sources = cap_per_file(ordered, top_k, max_per_file, comparable) if capped else ordered
     result.found_by = questions.found_by(index, result, found)  # "gefunden über die Frage: …"
     if capped and qvec is not None and mode == "hybrid":  # cosine for the final sources even if outside the vector top
         fill_cosines(index, result.sources, qvec)
-    return judge(result, floor_cosine, reject_cosine)
+    return floor(result, floor_cosine, reject_cosine)

@@ -17,9 +17,10 @@ chunk: nothing is filtered after a top k. A restricted reader's BM25 uses their 
 frequencies (`idf`, `bm25`), so no score tells what a hidden page contains.
 
 Does not handle: reading the rules from the wiki (rag/ingest/access_rules.py), users and keys
-(rag/doors/users.py), rules per chunk (a page is the unit).
+(rag/store/users.py), rules per chunk (a page is the unit).
 """
 import math
+import re
 from collections import namedtuple
 
 K1, B = 1.2, 0.75  # BM25 as FTS5 computes it
@@ -27,6 +28,7 @@ HEADING_WEIGHT = 2.0  # bm25(fts, 2.0, 1.0): a heading word counts twice over a 
 
 Reader = namedtuple("Reader", "name groups")  # groups: None = reads everything; a tuple = open pages + these groups
 EVERYTHING = Reader("", None)
+GROUP = re.compile(r"[\w][\w.-]*")  # a group name: letters, digits, _ . - (e.g. personal, it-ops)
 
 SQLITE_TABLE = "CREATE TABLE IF NOT EXISTS access (path TEXT NOT NULL, grp TEXT NOT NULL, PRIMARY KEY (path, grp));"
 POSTGRES_TABLE = "CREATE TABLE IF NOT EXISTS access (path text NOT NULL, grp text NOT NULL, PRIMARY KEY (path, grp));"

@@ -6,7 +6,7 @@
 
 Such a sentence matches the question's words well ("Kündigungsfrist", "Rahmenvertrag") and a small model copies it
 as the answer. The context selection (rag/answer/context.py) does not show it for its words, and the support check
-(rag/answer/support.py) never calls a statement like it "gestützt": it points, it does not answer.
+(rag/check/support.py) never calls a statement like it "gestützt": it points, it does not answer.
 
 Does not handle: pointers in other words ("dazu gibt es eine eigene Seite"), English text beyond "see".
 """

@@ -4,13 +4,14 @@
     -> [Source(heading="MariaDB … › Möglicher Lösungsansatz",
                content="Achtung: … Backup …\\n\\n### Schritt-für-Schritt-Anleitung\\n\\n1. Verbinde dich via SSH …")]
 
-Real handbooks put a warning or an introduction under a heading and the numbered steps one level below it.
-The search often finds the parent (its heading holds the question's words), and printing it alone shows no
-step. So a source without a procedure's shape (context.shaped) whose page has subsections below its heading
-path, one of them shaped, becomes the parent with all of them, each under its heading as a Markdown line, when
-the whole fits in search.SECTION_MAX characters. The source keeps its heading path, rank and cosine; a later
-source that is one of those subsections stays a candidate of its own (dropping it lost right sections: 110 ->
-104). Not joined: a parent one of whose subsections came earlier in the list.
+Real handbooks put a warning or an introduction under a heading and the numbered steps one level
+below it. The search often finds the parent (its heading holds the question's words), and printing
+it alone shows no step. So a source without a procedure's shape (rag/text/units.py shaped) whose
+page has subsections below its heading path, one of them shaped, becomes the parent with all of
+them, each under its heading as a Markdown line, when the whole fits in search.SECTION_MAX
+characters. The source keeps its heading path, rank and cosine; a later source that is one of those
+subsections stays a candidate of its own (dropping it lost right sections: 110 -> 104). Not joined:
+a parent one of whose subsections came earlier in the list.
 
 Measured model-free (`python3 evaluate.py --sections`, the three answer sets together, how-to lines whose
 printed section holds all key steps): 112 -> 116 of 164 (wiki 45 -> 46, ioBroker 30 -> 30, i-doit 37 -> 40),
@@ -22,9 +23,9 @@ hidden. Does not handle: subsections on another page, a parent whose subsections
 """
 import dataclasses
 
-from rag.answer import context
 from rag.search import ranking as search
 from rag.store import sqlite as store
+from rag.text.units import shaped
 
 
 def below(index, source):
@@ -55,8 +56,9 @@ def join(index, sources, max_chars=search.SECTION_MAX):
     index, out, shown = store.as_store(index), [], {}  # shown: path -> chunk indexes printed by an earlier source
     for source in sources:
         own = set(source.chunks or (source.chunk_index,))
-        rows = [] if context.shaped(source.content) else below(index, source)
-        if any(context.shaped(c) for _, _, c in rows) and not {i for i, _, _ in rows} & shown.get(source.path, set()):
+        rows = [] if shaped(source.content) else below(index, source)
+        below_it = {i for i, _, _ in rows}
+        if any(shaped(c) for _, _, c in rows) and not below_it & shown.get(source.path, set()):
             text = joined(source, rows)
             if len(text) <= max_chars:
                 source = dataclasses.replace(source, content=text, chunks=tuple(sorted(own | {i for i, _, _ in rows})))

@@ -2,13 +2,14 @@
 
     python3 build_index.py --forget kunden/liste.md      # the page (as the index names it, relative to the wiki)
     python3 build_index.py --forget kunden/               # every page below a folder
-    -> Vergessen: kunden/liste.md · 3 Chunks, 3 Vektoren, 2 Audit-Zeilen · Prüfung: 0 Treffer in 5 Dateien …
+    -> Vergessen: kunden/liste.md · 3 Chunks, 3 Vektoren, 2 Audit-Zeilen, 1 Bewertungen · Prüfung: …
 
 Steps, each finished before the next (a kill at any point: the same command again completes it):
   1. note    the page's distinctive strings (rag/store/proof.py) and its chunk hashes go into a pending file
              beside the deletion log (mode 0600; zeroed and removed in step 5)
   2. index   its chunks, vectors, search text and words out of every table, one transaction per page
-  3. audit   every audit line that used one of its chunks keeps time and hashes, loses its text (rag/answer/audit.py)
+  3. audit   every audit line that used one of its chunks keeps time and hashes, loses its text
+             (rag/audit/log.py); every vote citing the page is deleted (rag/audit/feedback.py)
   4. scrub   the bytes: SQLite merges FTS5 and truncates the WAL (secure_delete zeroed the rows), --vacuum
              rewrites the file; PostgreSQL runs VACUUM FULL (rag/store/postgres_erase.py)
   5. proof   the raw files (database, WAL, shm, audit log, deletion log, PostgreSQL's relation files where
@@ -25,7 +26,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from rag import store
-from rag.answer import audit
+from rag.audit import feedback
+from rag.audit import log as audit
 from rag.ingest import chunking, indexing, pages
 from rag.store import proof
 
@@ -138,6 +140,7 @@ def run(args):
             step(pending, file, "index")
         if "audit" not in pending["done"]:
             pending["audit_lines"] += audit.redact(args.audit_path, pending["hashes"], pending["paths"])
+            pending["votes"] = pending.get("votes", 0) + feedback.forget(args.db, pending["paths"])
             step(pending, file, "audit")
         if "scrub" not in pending["done"]:
             pending["wal"] = index.scrub(vacuum=args.vacuum or index.kind == "postgres")
@@ -150,21 +153,24 @@ def run(args):
 
 def prove(index, pending, args):
     """Step 5: search every file and the live rows; print the receipt and append it to the deletion log."""
-    files = index.raw_files() + [args.audit_path, log_path(args)]
+    files = index.raw_files() + feedback.files(args.db) + [args.audit_path, log_path(args)]
     if index.kind == "sqlite":
         files += sorted(str(p) for p in Path(args.db).parent.glob(Path(args.db).name + "*") if p.is_file())
     files = [f for f in dict.fromkeys(files) if os.path.exists(f)]
     hits, rows = proof.scan(files, pending["needles"]), index.leftovers(pending["needles"])
+    rows.update(feedback.leftovers(args.db, pending["needles"]))
     vectors = len(set(pending["keys"]) - set(index.reusable(pending["keys"])))
     receipt = {"time": datetime.now(timezone.utc).isoformat(timespec="seconds"), "paths": pending["paths"],
                "chunks": pending["chunks"], "vectors": vectors, "audit_lines": pending["audit_lines"],
+               "votes": pending.get("votes", 0),
                "store": index.kind, "vacuum": bool(args.vacuum or index.kind == "postgres"),
                "check": {"needles": len(pending["needles"]), "files": len(files),
                          "hits": {os.path.basename(f): n for f, n in hits.items()}, "rows": rows}}
     with open(log_path(args), "a", encoding="utf-8") as f:
         f.write(json.dumps(receipt, ensure_ascii=False, sort_keys=True) + "\n")
     print(f"Vergessen: {', '.join(pending['paths'])} · {receipt['chunks']} Chunks, {vectors} Vektoren, "
-          f"{receipt['audit_lines']} Audit-Zeilen · Prüfung: {sum(hits.values()) + sum(rows.values())} Treffer für "
+          f"{receipt['audit_lines']} Audit-Zeilen, {receipt['votes']} Bewertungen · "
+          f"Prüfung: {sum(hits.values()) + sum(rows.values())} Treffer für "
           f"{len(pending['needles'])} Suchwörter in {len(files)} Dateien und den Tabellen → {log_path(args)}")
     for where, n in [*hits.items(), *rows.items()]:
         print(f"Fehler: {where} enthält noch {n} Treffer der Seite – Leser schließen (ask_rag.py --serve hält die "

@@ -6,15 +6,15 @@ commands are not in the sources it cites.
     unsupported("Die Frist beträgt drei Monate [1].", ["… mit einer Frist von 3 Monaten …"], [1])
     -> []
 
-How: every claim in the answer (rag/answer/claims.py) gets the keys it may be found under, folded the way search folds
-words: "14 Tage", "zwei Wochen" and "14 Kalendertage" -> "dur:1209600" (seconds); "3 Monate",
-"drei Monate", "ein Vierteljahr"… -> "mon:3"; "01.03.2025", "1. März 2025", "2025-03-01" ->
-"date:2025-3-1"; "1.000" and "1000" -> "n:1000"; "1,5" and "1.5" -> "n:1.5"; "30 %" and
-"30 Prozent" -> "u:%:30"; "§ 7 Abs. 2" -> "par:7:2"; "17 Uhr" and "17:00" -> "time:17:00".
-Each looked-up source is read generously (every number in it counts, also inside dates, times,
-tables and names); a claim is supported when one looked-up source has one of its keys.
-Names with digits ("T14", "mail01", "10.20.10.1") must stand in a source as written; commands in
-backticks verbatim, or word by word with neighbouring words side by side (see code_found()).
+How: every claim in the answer (rag/check/claims.py) gets the keys it may be found under, folded the
+way search folds words: "14 Tage", "zwei Wochen" and "14 Kalendertage" -> "dur:1209600" (seconds);
+"3 Monate", "drei Monate", "ein Vierteljahr"… -> "mon:3"; "01.03.2025", "1. März 2025", "2025-03-01"
+-> "date:2025-3-1"; "1.000" and "1000" -> "n:1000"; "1,5" and "1.5" -> "n:1.5"; "30 %" and "30
+Prozent" -> "u:%:30"; "§ 7 Abs. 2" -> "par:7:2"; "17 Uhr" and "17:00" -> "time:17:00". Each
+looked-up source is read generously (every number in it counts, also inside dates, times, tables and
+names); a claim is supported when one looked-up source has one of its keys. Names with digits
+("T14", "mail01", "10.20.10.1") must stand in a source as written; commands in backticks verbatim,
+or word by word with neighbouring words side by side (see code_found()).
 
 Looked up: the sources the answer cites ([n], valid numbers only); when it cites none, all
 sources of the prompt. The question counts as a source too: repeating its numbers is no claim.
@@ -28,9 +28,10 @@ import re
 from dataclasses import dataclass, field
 from decimal import Decimal
 
-from rag.answer.claims import (WORD, claims, date_key,
+from rag.check.claims import (WORD, claims, date_key,
     find_dates, find_number_words, find_numbers, find_paragraphs, find_times, norm, number_value, squeeze,
     unit_of, word_value)  # noqa: F401 (claims, number_value: used by support.py)
+from rag.check.record import Check
 from rag.text.german import fold
 
 ORDINALS = {"erst": 1, "zweit": 2, "dritt": 3, "viert": 4, "fuenft": 5, "sechst": 6, "siebt": 7, "acht": 8,
@@ -188,6 +189,16 @@ def unsupported_in(answer, sources, cited=(), question=""):
     return unsupported(answer, [source_text(source_label(s), s.content) for s in sources], cited, question)
 
 
+def run(case):
+    """The check (rag/check/record.py): the numbers, dates, §, commands of the answer that no cited
+    source has, masked like the answer ("warn"); the cited sources are those rag/check/citations.py
+    found valid."""
+    cited = case.found["citations"].evidence["valid"]
+    found = unsupported_in(case.text, case.sources, cited, case.question)
+    missing = [case.masker.mask(claim) for claim in found]
+    return Check("facts", "warn" if missing else "ok", missing)
+
+
 def describe(missing):
     """The line for the reader, or "" when everything was found.
 
@@ -209,7 +220,7 @@ def measure(cases):
     Returns {"wrong": n, "wrong_flagged": share, "correct": n, "correct_flagged": share, "misses": [...]};
     a wrong answer counts as flagged when each of its wrong claims is among the unsupported ones.
     """
-    from rag.answer.prompt import check_citations
+    from rag.check.citations import check_citations
     results = {"wrong": [], "correct": []}
     misses = []
     for case in cases:

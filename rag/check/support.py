@@ -8,7 +8,7 @@
 How: the answer is cut into statements (list items, else sentences); a "Laut Quelle [2]:" line
 passes its citation to the list below it. A statement's words (folded, stems, no stopwords; the
 [n] markers dropped) are looked up in every unit (sentence, list item, table row, code block;
-rag/answer/context.py) of every source, each read under its source's heading path, with the search's
+rag/text/units.py) of every source, each read under its source's heading path, with the search's
 German matching (compound parts, stems). A source supports the statement when one of its units holds
 at least SUPPORT of the statement's words (its numbers, dates and § weigh FACT_WEIGHT on top, so the
 unit that holds them wins), a `command` of the statement stands in that unit, and so does at least
@@ -32,23 +32,44 @@ import functools
 import math
 import re
 
-from rag.answer import context
-from rag.answer import factcheck
-from rag.answer.prompt import CITATION, NO_INFO
+from rag import tuned
+from rag.check import factcheck
+from rag.answer.prompt import NO_INFO
+from rag.check.citations import CITATION
+from rag.check.record import Check
 from rag.text import german, pointers, sentences
+from rag.text.units import units
 
-SUPPORT = 0.5  # share of a statement's words one unit must hold to support it
-MIN_WORDS = 2  # statements with fewer content words ("Laut Quelle [2]:") are not checked
-EVIDENCE_MAX = 3  # evidence lines under an answer
-FACT_WEIGHT = 0.5  # a statement's numbers, dates, § together, against its words (1.0); see best_unit()
-SUBJECT_SHARE = 0.5  # best_unit(): a unit holds at least this share of the question's nouns a statement repeats
+SUPPORT = tuned.value("support.SUPPORT")  # share of a statement's words one unit must hold
+MIN_WORDS = tuned.value("support.MIN_WORDS")  # statements with fewer content words are not checked
+EVIDENCE_MAX = tuned.value("support.EVIDENCE_MAX")  # evidence lines under an answer
+FACT_WEIGHT = tuned.value("support.FACT_WEIGHT")  # its numbers, dates, §, against its words (1.0)
+# best_unit(): a unit holds at least this share of the question's nouns that a statement repeats
+SUBJECT_SHARE = tuned.value("support.SUBJECT_SHARE")
 NOUN = re.compile(r"(?<=[\s(„\"'])[A-ZÄÖÜ][\w-]*[a-zäöüß][\w-]*")  # asked(): a capitalised word, not the first
 CODE = re.compile(r"`([^`\n]+)`")
 STEP = re.compile(r"^\s*(?:[-*+•]|\d{1,2}[.)])\s+")
 MARKER = re.compile(r"\s*" + CITATION.pattern)  # a [n] with the space before it
 BARE = re.compile(r"[^\w]*(?:quellen?)?[^\w]*", re.I)  # what is left of "[QUELLE [3]]" without its [n]
-MASKED = re.compile(r"\[[A-ZÄÖÜ-]+ \d+\]")  # a placeholder of rag/privacy/mask.py: "[IBAN 1]", "[NAME 2]"
 HEADER = re.compile(r"^\s*(?:laut|nach|gemäß|siehe)?\s*(?:quelle|quellen)\s*\[\d+(?:\s*[,;]\s*\d+)*\]\s*:?\s*$", re.I)
+
+
+def run(case):
+    """The check (rag/check/record.py): which source supports each statement, the evidence under it;
+    the model's [n] corrected to the source that supports it ("changed"). Evidence: {"evidence",
+    "statements"}, the statements masked, no evidence unit that the guard removed from the prompt.
+    """
+    found = check(case.text, case.sources, case.vocab, correct=case.by_model,
+                  question=case.question)
+    removed = case.screen.shield.removed  # never an injection as evidence
+    evidence = [e for e in found["evidence"] if not removed(e["text"])]
+    # the model's words, masked like the sources
+    statements = [{**s, "text": case.masker.mask(s["text"])} for s in found["statements"]]
+    record = {"evidence": evidence, "statements": statements}
+    if case.by_model and found["answer"] != case.text:
+        return Check("support", "changed", record, text=found["answer"])
+    held = all(s["verdict"] == "gestützt" for s in statements)
+    return Check("support", "ok" if held else "warn", record)
 
 
 def statements(answer):
@@ -128,7 +149,7 @@ def unit_tokens(sources, vocab):
     out = []
     for source in sources:
         rows = []
-        for unit in context.units(source.content):
+        for unit in units(source.content):
             tokens = set(german.index_text(f"{source.heading or ''}\n{unit.text}", vocab).split())
             rows.append((unit.text, tokens | {german.stem(t) for t in tokens}, " ".join(german.words(unit.text))))
         out.append(rows)
@@ -231,8 +252,11 @@ def check(answer, sources, vocab=frozenset(), correct=False, question=None):
         if share >= SUPPORT and (best, unit) not in seen:
             seen.add((best, unit))
             found.append((share, {"n": best, "text": unit}, verbatim(unit, answer)))
-    # evidence: what the answer did not copy word for word (a copied step is its own evidence), at least one
-    shown = [e for _, e, copied in found if not copied] or [max(found, key=lambda t: t[0])[1]] if found else []
+    # evidence: what the answer did not copy word for word (a copied step is its own evidence), at
+    # least one: of a verbatim answer its best step (list item), not a note or prose before it
+    shown = [e for _, e, copied in found if not copied]
+    if found and not shown:
+        shown = [max(found, key=lambda t: (bool(STEP.match(t[1]["text"])), t[0]))[1]]
     result["evidence"] = shown[:EVIDENCE_MAX]
     if correct:
         result["answer"] = rewrite(answer, result["statements"])
@@ -282,63 +306,6 @@ def rewrite(answer, statements):
     return "\n".join(lines)
 
 
-def grounding(question, answer, sources, vocab=frozenset()):
-    """Does the passage that holds the answer's facts talk about what the question asks?
-
-    The answer's numbers, dates, amounts, § and names with digits (factcheck.claims; not those the
-    question names itself) are looked up unit by unit (rag/answer/context.py units, each read with its
-    source's heading path). Per fact, the best share of the question's content words among the
-    units that hold it; the answer's grounding is the lowest of these (a fact that no unit holds is
-    left to the fact check; 0.0 when no unit holds any of them). A model that answers "Wie
-    viele Plätze hat der Schulungsraum im Erdgeschoss?" with "6 Plätze" from a row about another
-    room gets a low share: the number stands in the wiki, but not said of what was asked.
-    Returns {"facts": [...], "coverage": share, 0.0 when no unit holds a fact, "nouns": the best share of the
-    question's nouns the answer repeats (asked()) among those units, None when it repeats none or no unit holds
-    a fact}, or None when the answer states no such fact (nothing to measure). "Ein Postfach darf 25 MB groß
-    sein" for "Wie groß darf mein Postfach sein?": 25 MB stands only in a unit about an e-mail, nouns 0.0.
-
-    Example: question "Wie viele Plätze hat der Schulungsraum?", answer "Er hat 6 Plätze [1].",
-             source "| Besprechungsraum Alster | 6 Plätze |" -> {"facts": ["6 Plätze"], "coverage": 0.5, "nouns": 1.0}
-    """
-    if not answer or answer.strip().startswith(NO_INFO):
-        return None
-    named = factcheck.read_source(question)
-    facts = [c for c in facts_of(MASKED.sub(" ", CITATION.sub("", answer))) if not factcheck.found(c, named)]
-    if not facts:
-        return None
-    words, best = content_words(question), [None] * len(facts)
-    subject, nouns = asked(question, CITATION.sub("", answer), vocab), None  # nouns: the best share of them
-    for source in sources:
-        for unit in context.units(source.content):
-            evidence = evidence_of(unit.text)
-            held = [i for i, c in enumerate(facts) if holds(c, evidence)]
-            if not held:
-                continue
-            tokens = set(german.index_text(f"{source.heading or ''}\n{unit.text}", vocab).split())
-            tokens |= {german.stem(t) for t in tokens}
-            share = covers(words, tokens, {})
-            for i in held:
-                best[i] = max(best[i] or 0.0, share)
-            if subject:
-                nouns = max(nouns or 0.0, sum(t.found_in(tokens) for t in subject) / len(subject))
-    held = [b for b in best if b is not None]  # a fact no unit holds is the fact check's (factcheck.py) to
-    #                                              flag; only when none is held is the answer grounded nowhere
-    return {"facts": list(dict.fromkeys(c.text for c in facts)), "coverage": round(min(held), 3) if held else 0.0,
-            "nouns": None if nouns is None else round(nouns, 3)}
-
-
-def gap(found, needed):
-    """Why a fact answer is withdrawn, as every door shows it; "" when it stands. found: grounding()'s result.
-
-    Example: {"coverage": 0.25, "nouns": 1.0}, 0.3 -> "Anteil der Fragewörter 0.25 < 0.3"
-    """
-    if found["coverage"] < needed:
-        return f"Anteil der Fragewörter {found['coverage']:.2f} < {needed}"
-    if found["nouns"] is not None and found["nouns"] < SUBJECT_SHARE:
-        return f"Anteil der Substantive der Frage, die die Antwort nennt, {found['nouns']:.2f} < {SUBJECT_SHARE}"
-    return ""
-
-
 def facts_of(text):
     """The numbers, dates, amounts, § and names with digits of a text (factcheck.claims without commands,
     which best_unit() requires verbatim anyway)."""
@@ -349,16 +316,6 @@ def facts_of(text):
 def evidence_of(unit):
     """factcheck's reading of one unit's text; the same units are read for every statement of an answer."""
     return factcheck.read_source(unit)
-
-
-def holds(claim, evidence):
-    """Does a unit hold the fact? As the fact check finds it, or an amount by its number alone (the
-    unit may be a table row whose unit stands in the header: "| Quota in KB |" above "| 2048000 |")."""
-    if factcheck.found(claim, evidence):
-        return True
-    number = re.search(r"\d+(?:[.,]\d+)*", claim.text) if claim.kind == "quantity" else None
-    value = number and factcheck.number_value(number.group())
-    return bool(value) and f"n:{value}" in evidence.keys
 
 
 def verbatim(unit, answer):

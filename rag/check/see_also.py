@@ -11,6 +11,7 @@ two chunks of one section count once. The sources keep their rank order, so the 
 
 Does not handle: sections that differ only in wording (two pages about the same thing both count).
 """
+from rag.check.record import Check
 
 LIMIT = 2  # runners-up at most: more would be a second source list
 
@@ -42,3 +43,9 @@ def line(entries, refused=False):
     if not entries:
         return ""
     return ("Vielleicht hilft: " if refused else "Siehe auch: ") + ", ".join(label(e) for e in entries)
+
+
+def run(case):
+    """The check (rag/check/record.py): the runners-up the answer did not cite ("ok"; a refusal: the
+    best)."""
+    return Check("see_also", "ok", pick(case.sources, case.found["citations"].evidence["valid"]))

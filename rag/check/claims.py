@@ -4,14 +4,14 @@
     -> [Claim(start=18, text="14 Tage", kind="quantity", needs=(("dur:1209600",),)),
         Claim(start=38, text="1. März 2025", kind="date", needs=(("date:2025-3-1",),))]
 
-rag/answer/factcheck.py looks the keys up in the sources. Does not handle: number words above 99 ("zweihundert"),
-facts without a digit, number word, § or backticks (names, host names without digits).
+rag/check/factcheck.py looks the keys up in the sources. Does not handle: number words above 99
+("zweihundert"), facts without a digit, number word, § or backticks (names, hosts without digits).
 """
 import re
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 
-from rag.answer.prompt import CITATION
+from rag.check.citations import CITATION
 from rag.text.german import MONTHS, fold
 
 # -- what counts as a number, a unit, a month ------------------------------------------------------

@@ -21,9 +21,11 @@ an answer of another type than asked (a place for "Wer …?").
 """
 import re
 
-from rag.answer import support
-from rag.answer.prompt import CITATION, NO_INFO
-from rag.answer.support import STEP
+from rag.check import support
+from rag.check.record import Check
+from rag.answer.prompt import NO_INFO
+from rag.check.citations import CITATION
+from rag.check.support import STEP
 from rag.text import german
 
 FILLER = {  # words a model adds around an empty answer; they say nothing about the wiki
@@ -96,3 +98,15 @@ def replace(question, answer, sources, vocab):
     record = {"facts": [], "coverage": None, "nouns": None, "why": WHY, "refused": found is None, "answer": answer,
               "echo": True, "line": found and found[0]}
     return record, shown(*found) if found else NO_INFO, "line" if found else "model"
+
+
+def run(case):
+    """The check (rag/check/record.py): a fact answer the model wrote that only repeats the question
+    becomes the wiki line that answers it ("changed", answered_by "line"), else the refusal
+    ("withdrawn")."""
+    if not (case.by_model and case.kind == "fact" and says_nothing(case.question, case.text)):
+        return Check("echo", "ok")
+    record, text, by = replace(case.question, case.masker.mask(case.text), case.sources, case.vocab)
+    if by == "line":
+        return Check("echo", "changed", record, text=text, answered_by="line")
+    return Check("echo", "withdrawn", record, text=text)
