@@ -13,7 +13,7 @@ from conftest import run_script, write_wiki
 from fake_server import FakeLlamaServer
 from rag import store
 from rag.ingest import questions
-from rag.store import vectors
+from rag.store import packed, vectors
 from rag.store import questions as stored
 
 WIKI = {
@@ -123,7 +123,7 @@ def unit(rng, dim=5):
 
 def score(q, vector):
     """The oracle: q · v of the float32 values as stored, in rag/store/vectors.py's arithmetic."""
-    return vectors.similarity(q, vectors.floats(vectors.pack(vector)), vectors.norm2(vector))
+    return vectors.similarity(q, vectors.floats(vectors.pack(vector)), packed.norm2(vector))
 
 
 def test_vector_scan_is_the_exact_maximum_of_chunk_and_question_vectors(stores):

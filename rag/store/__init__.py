@@ -1,6 +1,6 @@
 """Where the index lives: the interface (base), SQLite (sqlite, sqlite_file), PostgreSQL + pgvector
-(postgres, postgres_setup), the packed vectors and their exact scan (vectors). Callers open a store
-here:
+(postgres, postgres_setup), the packed vectors (packed) and their exact scan (vectors). Callers
+open a store here:
 
     index = store.open_store("knowledge.db")                 # SQLite, as in the post
     index = store.open_store("postgresql://rag@db/wiki")     # PostgreSQL + pgvector

@@ -28,7 +28,7 @@ Does not handle: several indexes in one database (use one database each), pgvect
 import json
 import sys
 
-from rag.store import access, postgres_erase, vectors
+from rag.store import access, packed, postgres_erase, vectors
 from rag.store.postgres_text import tsquery, vector_text
 from rag.store.base import ANN_MIN_CHUNKS, LOCK_WAIT, Row, StoreError, busy_message, wait_for
 from rag.store.postgres_setup import TABLES, connect, describe, ensure_extension, masked, psycopg_module
@@ -186,7 +186,7 @@ class PostgresStore(PostgresQuestions):
             self.conn.execute("INSERT INTO pages VALUES (%s, %s, %s) ON CONFLICT (path) DO UPDATE SET "
                               "file_hash = EXCLUDED.file_hash, chunks = EXCLUDED.chunks", (path, page_hash, len(chunks)))
             self.count_lexical(len(rows), sum(r[-1] for r in rows))
-            largest = max((vectors.norm2(c.vector) for c in chunks), default=0.0)
+            largest = max((packed.norm2(c.vector) for c in chunks), default=0.0)
             self.set_meta(vocab_dirty=1, max_norm2=max(largest, float(self.meta().get("max_norm2", 0))))
 
     def remove(self, path):

@@ -19,7 +19,7 @@ over question vectors.
 import math
 import operator
 
-from rag.store import questions, vectors
+from rag.store import packed, questions, vectors
 from rag.store.postgres_text import vector_text
 
 MARGIN = 32  # exact scan: rows fetched beyond the limit, so that rescoring rarely needs a 2nd query
@@ -41,7 +41,7 @@ class PostgresQuestions(questions.Questions):
         out = {}
         for row_id, values in rows:
             exact = list(vectors.floats(vectors.pack(values)))
-            out[row_id] = (exact, math.fsum(map(operator.mul, exact, exact)))  # = vectors.norm2
+            out[row_id] = (exact, math.fsum(map(operator.mul, exact, exact)))  # = packed.norm2
         return out
 
     def exact_candidates(self, q, limit, table="docs"):
@@ -96,7 +96,7 @@ class PostgresQuestions(questions.Questions):
             self.conn.cursor().executemany("UPDATE docs SET search_heading = %s, search_body = %s, "
                                            "search_len = %s WHERE id = %s", new)
             self.count_lexical(0, sum(n for _, _, n, _ in new) - before)
-            largest = max((vectors.norm2(v) for v in vecs), default=0.0)
+            largest = max((packed.norm2(v) for v in vecs), default=0.0)
             self.set_meta(max_norm2=max(largest, float(self.meta().get("max_norm2", 0))))
 
     def drop_questions(self, path, heading=None):

@@ -12,7 +12,7 @@ Tables (schema version 2):
              `sqlite3 knowledge.db "select embedding from docs limit 1"` shows it), plus heading
              (the heading path "Mail › Cyrus IMAP › Mailbox anlegen"), content_hash and flags
     vector_blocks  the same vectors packed as little-endian float32, 1,024 chunks per row, each in
-             the slot of its doc id (layout: rag/store/vectors.py, which reads them): written in
+             the slot of its doc id (layout: rag/store/packed.py, which reads them): written in
              place here
     fts      FTS5 table over the German search text (rag/text/german.py), rowid = docs.id
     pages    one row per indexed file: content hash, for incremental runs
@@ -37,7 +37,7 @@ import sys
 
 from rag.store import access
 from rag.store.base import StoreError
-from rag.store.vectors import BLOCK_SIZE, floats, norm2, pack
+from rag.store.packed import BLOCK_SIZE, floats, norm2, pack
 
 VECTOR_SCHEMA = """
 CREATE TABLE IF NOT EXISTS vector_blocks (block INTEGER PRIMARY KEY, norms BLOB NOT NULL, \
