@@ -42,7 +42,8 @@ from eval.measure import retrieval
 from eval.measure.common import DEPTH, spread
 from rag import config, store
 from rag.search import ranking as search
-from rag.store.sqlite import SQLiteStore, match_query
+from rag.store.sqlite import SQLiteStore
+from rag.store.sqlite_lexical import match_query
 from rag.text import german
 
 PAGES = 3  # pages forgotten, one at a time, each on a fresh copy of the index

@@ -18,7 +18,7 @@ from rag import store
 from rag.doors import common, mcp_server
 from rag.store import users
 from rag.ingest import access_rules
-from rag.store import access, sqlite
+from rag.store import access, sqlite_lexical
 from rag.store.access import EVERYTHING, Reader
 from serving import Serving, sse_events
 from timeouts import REQUEST
@@ -117,10 +117,12 @@ def test_bm25_in_python_is_fts5s_own(wiki, fake_embedding):
         assert rows == index.conn.execute("SELECT COUNT(*) FROM fts").fetchone()[0] == index.lexical_count()
         for groups in STAGES:
             phrases = [p for group in groups for p in group]
-            idfs = [access.idf(rows, index.conn.execute("SELECT COUNT(*) FROM fts WHERE fts MATCH ?",
-                                                        (sqlite.match_query([[p]]),)).fetchone()[0]) for p in phrases]
-            found = index.conn.execute("SELECT -bm25(fts, 2.0, 1.0), heading, body FROM fts WHERE fts MATCH ?",
-                                       (sqlite.match_query(groups),)).fetchall()
+            idfs = [access.idf(rows, index.conn.execute(
+                        "SELECT COUNT(*) FROM fts WHERE fts MATCH ?",
+                        (sqlite_lexical.match_query([[p]]),)).fetchone()[0]) for p in phrases]
+            found = index.conn.execute(
+                "SELECT -bm25(fts, 2.0, 1.0), heading, body FROM fts WHERE fts MATCH ?",
+                (sqlite_lexical.match_query(groups),)).fetchall()
             assert found and all(abs(access.bm25(h, b, phrases, idfs, tokens / rows) - w) < 1e-12 * w
                                  for w, h, b in found)
     finally:
@@ -131,7 +133,7 @@ def test_a_restricted_readers_top_k_is_the_top_of_every_match_rescored(wiki, fak
     """own_frequencies fetches a few rows by FTS5's order and stops by a bound; fetching only `limit` the bound decides
     at every limit, and the result is the head of every match rescored."""
     build(wiki, fake_embedding)
-    monkeypatch.setattr(sqlite, "FETCH_FACTOR", 1)
+    monkeypatch.setattr(sqlite_lexical, "FETCH_FACTOR", 1)
     index = store.open_store(fake_embedding["RAG_DB"], reader=Reader("max", ("it",)))
     try:
         for groups in STAGES:
