@@ -55,6 +55,15 @@ def test_page_is_one_file_with_nothing_external_and_a_strict_policy(env):
     assert '"Vielleicht hilft: " : "Siehe auch: "' in page and "openSource(e.n)" in page  # opens its source
 
 
+def test_both_pages_load_the_one_dom_helper_script():
+    """page.html and bericht.html share $, el and clear from dom.js, put in by the server."""
+    for page in (web.PAGE, web.REPORT_PAGE):
+        text = web.page_text(page)
+        assert not re.search(r"^<!-- [a-z]+\.js -->$", text, re.M)  # every script named is put in
+        assert text.count("function el(") == 1 and text.count("const $ = ") == 1, page.name
+        assert text.index("function el(") < text.index('"use strict";\n// Every text')
+
+
 def test_serve_lets_the_answer_server_read_the_system_message_once_at_start(env):
     from rag.answer import prompt
     with FakeLlamaServer() as fake, Serving({**env, "LLAMA_SERVER_URL": fake.url}):

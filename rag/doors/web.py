@@ -60,7 +60,6 @@ PORT = 8090
 MAX_BODY = 1_000_000  # bytes of a request body
 SOCKET_TIMEOUT = 300  # seconds a client may stall a read or write before its thread gives up
 PAGE = Path(__file__).with_name("page.html")
-MARKDOWN = PAGE.with_name("markdown.js")  # the answer's Markdown as DOM nodes (page_text)
 REPORT_PAGE = Path(__file__).with_name("bericht.html")  # /bericht: the report for the authors
 
 
@@ -83,10 +82,16 @@ def csp(page):
             f"img-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
 
 
-def page_text():
-    """page.html with markdown.js where it says "<!-- markdown.js -->": one file, nothing else."""
-    script = f"<script>\n{MARKDOWN.read_text(encoding='utf-8')}</script>"
-    return PAGE.read_text(encoding="utf-8").replace("<!-- markdown.js -->", script, 1)
+def page_text(page=PAGE):
+    """A page with the scripts it names put in, one file each, nothing else: where page.html says
+    "<!-- dom.js -->", "<script>" + dom.js + "</script>" (the DOM helpers both pages share), and
+    markdown.js (the answer's Markdown as DOM nodes) the same way.
+    """
+    text = page.read_text(encoding="utf-8")
+    for name in re.findall(r"<!-- ([a-z]+\.js) -->", text):
+        script = f"<script>\n{page.with_name(name).read_text(encoding='utf-8')}</script>"
+        text = text.replace(f"<!-- {name} -->", script, 1)
+    return text
 
 
 def answer_slots(settings):
@@ -118,7 +123,7 @@ class State:
     def __init__(self, settings, auth, gate, wiki=None):
         self.settings, self.auth, self.gate = settings, auth, gate  # auth: rag/store/users.py Auth
         self.wiki = wiki  # the wiki folder: the report reads the pages' owners there
-        texts = {"/": page_text(), "/bericht": REPORT_PAGE.read_text(encoding="utf-8")}
+        texts = {"/": page_text(), "/bericht": page_text(REPORT_PAGE)}
         self.pages = {path: (text.encode("utf-8"), csp(text)) for path, text in texts.items()}
 
 
