@@ -21,7 +21,6 @@ request are ignored (the door's own settings answer).
 import time
 import uuid
 
-from rag.answer import prompt as answer
 from rag.check import citations
 from rag.check import factcheck
 from rag.check import guard
@@ -86,23 +85,34 @@ def footnotes(result):
     why = f"\n({result['why']})" if result.get("why") else ""  # as the terminal shows it
     if not result["sources"]:
         return why
-    cited = set((result.get("citations") or {}).get("valid") or [])
-    refused = (result.get("answer") or "").strip() == answer.NO_INFO
+    # the core's answer is the refusal (records.Answer.refused, --json's "no_info"): as in the
+    # terminal, no citation, evidence or fact lines then, only the candidates and the guard's
+    refused = bool(result.get("no_info"))
+    cited = set() if refused else set((result.get("citations") or {}).get("valid") or [])
     others = see_also.line(result.get("see_also"), refused)
     lines = [why, ""] + ([others, ""] if others else []) + ["Quellen:"]
     for n, s in enumerate(result["sources"], start=1):
         where = f"{s['path']} › {s['heading']}" if s.get("heading") else s["path"]
         lines.append(f"- [{n}] {where}" + (" (zitiert)" if n in cited else ""))
-    if result.get("citations") is not None:
-        lines.append("Zitate: " + citations.describe_citations(result["citations"]))
-    if result.get("evidence") is not None and result.get("support") is not None:  # as the terminal shows them
-        lines += support.describe({"evidence": result["evidence"], "statements": result["support"]})
-    if result.get("unsupported"):
-        lines.append(factcheck.describe(result["unsupported"]))
+    if not refused:
+        lines += checks_lines(result)
     guarded = guard.describe(result.get("guard"))  # "" when the guard found nothing
     if guarded:
         lines.append(guarded)
     return "\n".join(lines)
+
+
+def checks_lines(result):
+    """The citation, evidence and fact lines of an answer that is not the refusal, as the terminal
+    shows them. Example: citations valid [1] -> ["Zitate: [1] gültig"]"""
+    lines = []
+    if result.get("citations") is not None:
+        lines.append("Zitate: " + citations.describe_citations(result["citations"]))
+    if result.get("evidence") is not None and result.get("support") is not None:
+        lines += support.describe({"evidence": result["evidence"], "statements": result["support"]})
+    if result.get("unsupported"):
+        lines.append(factcheck.describe(result["unsupported"]))
+    return lines
 
 
 def searched_line(searched):
