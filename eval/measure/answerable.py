@@ -111,6 +111,27 @@ def print_table(rows, limit):
               + ("  ← gewählt" if shown == limit and shown is not None else ""))
 
 
+def held_out(rows):
+    """{set: (threshold fit by tune_threshold on the other sets, refusals(this set) with it)}."""
+    out = {}
+    for name in sorted({r["set"] for r in rows}):
+        limit = tune_threshold([r for r in rows if r["set"] != name])
+        out[name] = (limit, refusals([r for r in rows if r["set"] == name], limit))
+    return out
+
+
+def print_held_out(rows):
+    """Per set: the threshold fit on the other sets, and this set's refusals with it."""
+    if len({r["set"] for r in rows}) < 2:
+        return
+    print("\nJe Satz ausgelassen (Schwelle auf den anderen Sätzen gefittet):")
+    print("| Satz | Schwelle | ohne Antwort abgelehnt | mit Antwort fälschlich abgelehnt |")
+    print("|---|---:|---:|---:|")
+    for name, (limit, (out, wrong, n_out, n_in)) in held_out(rows).items():
+        shown = limit if limit is not None else "keine"
+        print(f"| {name} | {shown} | {out}/{n_out} | {wrong}/{n_in} |")
+
+
 def run_answerable(args, db_given):
     """evaluate.py --answerable: the answerability check alone (no answers), per question, and its threshold."""
     from rag.answer import answerable
@@ -141,6 +162,7 @@ def run_answerable(args, db_given):
             print_table([r for r in rows if r["set"] == path], limit)
         print("\nalle zusammen:")
     print_table(rows, limit)
+    print_held_out(rows)
     if args.tune and args.store and limit is not None:
         out, wrong = refusal_rates(rows, limit)
         entry = {**answerable.measured().get(model, {}),  # the model's other measurements (section_threshold) stay

@@ -134,3 +134,25 @@ def run_judge(args):
         part = [r for r in rows if name == "alle" or r["set"] == name]
         print(line(name, 1, None, score(part, 1, None)))  # the chooser alone, no judge
         print(line(name, chosen[0], chosen[1], score(part, *chosen)))
+    print_held_out(rows)
+
+
+def held_out(rows):
+    """{set: ((finalists, threshold) fit on the other sets, score of this set with them)}: the
+    figure that counts, since a threshold fit on a set's own rows says little about the next wiki."""
+    out = {}
+    for name in sorted({r["set"] for r in rows}):
+        chosen = fit([r for r in rows if r["set"] != name])
+        out[name] = (chosen, score([r for r in rows if r["set"] == name], *chosen))
+    return out
+
+
+def print_held_out(rows):
+    if len({r["set"] for r in rows}) < 2:
+        return
+    print("\nJe Satz ausgelassen (Finalisten und Schwelle auf den anderen Sätzen gefittet):")
+    print("| Satz | Finalisten | Schwelle | richtig gedruckt | fälschlich abgelehnt "
+          "| ohne Antwort abgelehnt | Tokens (Median) |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
+    for name, ((finalists, threshold), s) in held_out(rows).items():
+        print(line(name, finalists, threshold, s))

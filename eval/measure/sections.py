@@ -149,3 +149,16 @@ def run_sections(args):
         return
     for name, rows in tables.items():
         print_table(name, rows)
+    if args.tune and len(questions) > 1:
+        print_held_out({q: groups[q] for q in questions})
+
+
+def print_held_out(groups):
+    """Per set: the chooser's weights fit on the other sets (fit), and this set's right sections
+    with them."""
+    print("\nJe Satz ausgelassen (Gewichte auf den anderen Sätzen gefittet): "
+          "richtig / alle Schlüsselschritte")
+    for name, cases in groups.items():
+        weights, _ = fit([c for other, more in groups.items() if other != name for c in more])
+        right, _, _, n, printed = counts(cases, lambda case: first(case, weights))
+        print(f"  {name}: {share(right, n)} / {share(printed, n)}")
