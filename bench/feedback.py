@@ -25,7 +25,8 @@ Steps (not --threshold):
 
 --threshold embeds TOPICS (six topics the sample wiki does not answer, five wordings each) with the
 real model and groups them at thresholds 0.80 … 0.96: pair precision, recall and F1 against the
-topics. The best F1 (ties: the higher threshold) is the one to write into rag/report/clusters.py.
+topics. The best F1 (ties: the higher threshold) is the one to write into rag/tuned.toml
+(clusters.THRESHOLDS).
 
 Does not handle: PostgreSQL votes (tests/test_feedback.py covers the store; the vote's cost there is
 one round trip more), the first report's embedding with a warm embedding server (--serve).
