@@ -28,9 +28,10 @@ import re
 from dataclasses import dataclass, field
 from decimal import Decimal
 
-from rag.check.claims import (WORD, claims, date_key,
-    find_dates, find_number_words, find_numbers, find_paragraphs, find_times, norm, number_value, squeeze,
-    unit_of, word_value)  # noqa: F401 (claims, number_value: used by support.py)
+from rag.check.claims import (WORD, claims, find_dates, find_number_words, find_numbers,  # noqa: F401
+                              find_paragraphs, find_times, squeeze)  # claims: support.py uses it
+from rag.check.quantities import (date_key, norm, number_value,  # noqa: F401 (grounding.py uses it)
+                                  unit_of, word_value)
 from rag.check.record import Check
 from rag.text.german import fold
 
