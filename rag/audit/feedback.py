@@ -1,4 +1,5 @@
-"""Votes on answers: 👍 or 👎 and an optional comment, keyed by the answer's id, beside the index.
+"""Votes on answers: 👍 or 👎 and an optional comment, keyed by the answer's id, beside the
+index.
 
     record = find("knowledge.audit.jsonl", "a-3f9c0e5d7b1a2c4e")   # its audit line, or None
     rate("knowledge.db", record, -1, "Die Quota stimmt nicht")
