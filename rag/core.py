@@ -199,13 +199,13 @@ def model_answer(settings, result, screen, chat, info, procedure, read, started)
     """The model writes the answer: its pieces as events, screened by the guard (rag/check/guard.py)
     as they stream; then the whole text, a loop kept once, and what the model read before its first
     token."""
-    from rag.models import llm
+    from rag.models import answer_stream, llm
     result.answered_by = "model"
     yield Event("prompt", result.prompt)
     pieces, llm_timings = [], {}
     max_tokens = settings.max_tokens or MAX_TOKENS[result.kind]
     prefill = answer.prefill(result.kind, procedure) if chat and info.get("prefill") else None
-    for piece in screen.screen(llm.trimmed(llm.until_loop(llm.stream_answer(
+    for piece in screen.screen(answer_stream.trimmed(answer_stream.until_loop(llm.stream_answer(
             settings.server, result.prompt, chat, max_tokens, llm_timings, api_key=settings.api_key,
             model_name=settings.llm_model_name, prefill=prefill, system=answer.SYSTEM)))):
         if not pieces:
@@ -215,7 +215,7 @@ def model_answer(settings, result, screen, chat, info, procedure, read, started)
     result.timings.update(llm_timings)
     read.append(llm.read_entry("answer", {"timings": llm_timings}))  # without what came from llama-server's cache
     result.timings["read_before_first_token"] = llm.total_read(read)
-    result.text = answer.cleaned(llm.without_loop("".join(pieces)))  # a loop kept once; no "…. NO_INFO", no marker
+    result.text = answer.cleaned(answer_stream.without_loop("".join(pieces)))  # a loop kept once; no "…. NO_INFO", no marker
 
 
 # -- the pipeline: the post's steps, one call each -------------------------------------------------
