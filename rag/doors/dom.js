@@ -1,6 +1,6 @@
 "use strict";
 // The DOM helpers both pages share (rag/doors/page.html and bericht.html): the server puts this
-// file in where a page says "<!-- dom.js -->" (web.py page_text). Text goes in with textContent:
+// file in where a page says "<!-- dom.js -->" (pages.py page_text). Text goes in with textContent:
 //   $("status")                 -> the element with the id "status"
 //   el("li", "Quota", "pfad")   -> <li class="pfad">Quota</li>, the text as text, never as HTML
 //   clear(list)                 -> the list, now without children
