@@ -2,7 +2,7 @@
 Content-Security-Policy that allows exactly their own inline script and style.
 
     text = page_text(PAGE)   # page.html with dom.js and markdown.js inside, one file
-    csp(text)                # "default-src 'none'; script-src 'sha256-…'; style-src 'sha256-…'; …"
+    csp(text)   # "default-src 'none'; script-src 'sha256-…'; style-src 'sha256-…'; …"
 
 rag/doors/web.py serves them (GET / and /bericht); nothing external is loaded.
 
