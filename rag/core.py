@@ -26,6 +26,7 @@ Does not handle: several indexes at once. (Follow-ups and query expansion: rag/s
 import itertools
 import time
 
+from rag.audit import feedback
 from rag.audit import log as audit
 from rag.answer import choose
 from rag.answer import context
@@ -315,6 +316,8 @@ class Run:
             r.text = self.masker.mask(r.text)  # a value the model wrote itself stays out of the log
             r.why = why.why(r)  # one line every door shows (rag/check/why.py)
         write_audit(self.settings, r, self.raw_sources, self.meta)
+        if r.refused:
+            keep_vector(self.settings, r, self.index)
         yield Event("done", r)
 
 
@@ -369,3 +372,18 @@ def write_audit(settings, result, raw_sources, meta):
     except OSError as exc:
         raise CoreError(f"Audit-Log {path} nicht schreibbar ({exc.strerror}) – Pfad mit "
                         f"--audit/RAG_AUDIT ändern oder --no-audit")
+
+
+def keep_vector(settings, result, index):
+    """A refused question's vector, kept for the authors' report (rag/report/gaps.py groups the
+    refused questions by it), when the audit line keeps the question as it was embedded: not
+    masked, not rewritten, with text. Without write access the report embeds it later."""
+    _, meta, _, texts, vectors = index
+    if settings.audit == "" or settings.audit_no_text or vectors[0] is None:
+        return
+    if result.question != texts[0]:
+        return  # masked or rewritten: the report embeds the text the log keeps
+    try:
+        feedback.keep_vector(settings.db, meta.get("embed_model"), result.question, vectors[0])
+    except (feedback.FeedbackError, *store.database_errors()):
+        pass

@@ -3,6 +3,7 @@ question, the table of tuned numbers (rag/tuned.py).
 
     1. gefunden   Suchtext: mailbox anleg …
                   Modus: hybrid; Suchstufe: strict; Abdeckung 100%; bester Kosinus 0.919
+                  Quelle [2] gefunden über die Frage: „Wie lege ich ein Postfach an?“
     2. erweitert  [2] Chunks 3, 4 (der ganze Abschnitt, seine Schritte darunter)
     3. gewählt    Rang Kosinus Überschrift Form Substanz Einleitung Verweis Rolle = Punkte
                   → [2] 0.50 0.00 0.67 1 1.00 0 0 0 = 1.0735
@@ -29,8 +30,8 @@ PAD = " " * 14  # the lines under a stage's first one
 
 
 def found(result, out):
-    """1. gefunden: the search text, mode, stage, coverage, cosine, and what the floor said (a
-    Retrieval)."""
+    """1. gefunden: the search text, mode, stage, coverage, cosine, what the floor said, and which
+    question written at index time found a source (rag/search/questions.py) (a Retrieval)."""
     cosine = "-" if result.best_cosine is None else f"{result.best_cosine:.3f}"
     print(f"1. gefunden   Suchtext: {result.query_text}", file=out)
     print(f"{PAD}Modus: {result.mode}; Suchstufe: {result.strategy or 'keine'}; "
@@ -50,6 +51,10 @@ def found(result, out):
               file=out)
     for kept in result.pii_kept:  # business contacts and RAG_PII_KEEP values (rag/privacy/mask.py)
         print(PAD + privacy.describe_kept(kept), file=out)
+    for n, source in enumerate(result.sources, start=1):  # questions of build_index.py --questions
+        question = result.found_by.get(source.doc_id)
+        if question:
+            print(f"{PAD}Quelle [{n}] gefunden über die Frage: „{question}“", file=out)
 
 
 def widened(result, out):
