@@ -112,8 +112,8 @@ def gap(found, needed):
 
 def holds(claim, evidence):
     """Does a unit hold the fact? As the fact check finds it, or an amount by its number alone (the
-    unit may be a table row whose unit stands in the header: "| Quota in KB |" above "| 2048000
-    |")."""
+    unit may be a table row whose unit stands in the header:
+    "| Quota in KB |" above "| 2048000 |")."""
     if factcheck.found(claim, evidence):
         return True
     number = re.search(r"\d+(?:[.,]\d+)*", claim.text) if claim.kind == "quantity" else None

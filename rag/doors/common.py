@@ -31,9 +31,9 @@ from rag import store
 
 EMBED_PARALLEL = 2  # -np of the warm embedder: a question is short, two at once hardly wait
 # -t of the warm embedder. One thread embeds a question in ~16 ms; with llama.cpp's default (all
-# cores) a question waited up to 1.6 s whenever another process used a core (15 questions each, load
-# 2 on 2 cores: -t 1 median 0.016 s, max 0.039 s; -t 2 median 0.039 s, max 1.58 s; default max 1.14
-# s).
+# cores) a question waited up to 1.6 s whenever another process used a core (15 questions each,
+# load 2 on 2 cores: -t 1 median 0.016 s, max 0.039 s; -t 2 median 0.039 s, max 1.58 s; default
+# max 1.14 s).
 EMBED_THREADS = 1
 EMBED_START_TIMEOUT = 60  # seconds the warm embedder may take to load its model
 

@@ -293,8 +293,8 @@ class Handler(BaseHTTPRequestHandler):
     def ask_openai(self, body):
         question, history = openai_api.question_and_history(body.get("messages"))
         model = body.get("model") if isinstance(body.get("model"), str) else openai_api.MODEL
-        under = body.get("under") if isinstance(body.get("under"),
-                                                str) else openai_api.folder_of(model)
+        under = (body.get("under") if isinstance(body.get("under"), str)
+                 else openai_api.folder_of(model))
         events = doors.answer_events(question, doors.request_settings(self.settings, under),
                                      history)
         first = self.first(events, api=True)

@@ -29,8 +29,8 @@ START_TIMEOUT = 120  # seconds until /health must answer 200
 PR_SET_PDEATHSIG = 1  # prctl option: no llama-server outlives a killed build_index.py or test
 CONTEXT = 4096  # -c per slot: prompt (4 chunks of ≤1200 characters + question) plus answer
 # Indexing (build_index.py --embed-via spawn), measured with bench/indexing.py --tune-server (e5,
-# 205 chunks, 2 busy cores, two runs each): -np 1: 77/109 s, -np 2: 146/204 s, -np 4: 119/77 s, -np
-# 8: 54/67 s
+# 205 chunks, 2 busy cores, two runs each): -np 1: 77/109 s, -np 2: 146/204 s, -np 4: 119/77 s,
+# -np 8: 54/67 s
 INDEX_PARALLEL = 8  # -np: chunks embedded side by side, packed into one batch
 # -b/-ub at least this: room for several chunks per decode; the longest must fit whole
 INDEX_UBATCH = 2048
