@@ -9,7 +9,8 @@ question, the table of tuned numbers (rag/tuned.py).
                   → [2] 0.50 0.00 0.67 1 1.00 0 0 0 = 1.0735
     4. beurteilt  am Abschnitt [2]: P(ja) 0.99 ≥ 0.55 (rag/answer/judge.py)
     5. gefragt    Abschnitt [2] wörtlich, nicht vom Modell geschrieben
-    6. geprüft    grounding ok · echo ok · support ok · citations ok · facts ok · guard ok · …
+    6. geprüft    grounding ok · echo ok · support ok · citations ok · facts ok · guard ok ·
+                  …
 
 Stages 1 to 3 come before the answer (the core's "sources" and "chosen" events), 4 to 6 after it
 (its Answer). Each line reads what the core decided; nothing is worked out again here. A fact
@@ -46,7 +47,8 @@ def found(result, out):
     if result.weak:
         print(f"{PAD}Belege zu schwach: {result.weak_reason}", file=out)
     if result.query_prefix is not None:
-        print(f'{PAD}Präfix: "{result.query_prefix}" (vor der Frage, nur fürs Embedding)', file=out)
+        print(f'{PAD}Präfix: "{result.query_prefix}" (vor der Frage, nur fürs Embedding)',
+              file=out)
     for kept in result.pii_kept:  # business contacts and RAG_PII_KEEP values (rag/privacy/mask.py)
         print(PAD + privacy.describe_kept(kept), file=out)
     for n, source in enumerate(result.sources, start=1):  # questions of build_index.py --questions
@@ -66,7 +68,8 @@ def widened(result, out):
 
 
 def chosen(choice, out):
-    """3. gewählt: the signals the one chooser weighs per source, its first finalist marked "→"."""
+    """3. gewählt: the signals the one chooser weighs per source, its first finalist marked
+    "→"."""
     first = choice.order[0] if choice.order else None
     header = " ".join(SIGNAL_NAMES[f] for f in choose.Signals._fields)
     print(f"3. gewählt    {header} = Punkte", file=out)
