@@ -111,6 +111,11 @@ def env_str(name, default):
     return os.environ.get(name) or default
 
 
+def env_on(name):
+    """Is the switch $name on? Only "1" turns it on. Example: RAG_EXPAND=1 -> True"""
+    return os.environ.get(name) == "1"
+
+
 def env_number(name, default, kind, what):
     """$name read as `kind` (int or float), or `default` when unset; a wrong value is one German
     line.

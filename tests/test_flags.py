@@ -76,3 +76,19 @@ def test_parse_ask_rejects_what_argparse_cannot_check(clean_env, capsys):
         flags.parse_ask(["Wie?"])
     assert exit_.value.code == 2
     assert capsys.readouterr().err == "Fehler: RAG_STEPS='beides' gibt es nicht – source oder model angeben\n"
+
+
+SWITCHES = {"RAG_ANN": "ann", "RAG_EXPAND": "expand", "RAG_REWRITE": "rewrite",
+            "RAG_AUDIT_NO_TEXT": "audit_no_text", "RAG_TRUST_PROXY_HEADER": "trust_proxy_header"}
+
+
+@pytest.mark.parametrize("value, on", [("1", True), ("0", False), ("yes", False), ("", False)])
+def test_only_1_in_its_environment_variable_turns_a_switch_on(monkeypatch, value, on):
+    for name in SWITCHES:
+        monkeypatch.delenv(name, raising=False)
+    for name, dest in SWITCHES.items():
+        monkeypatch.setenv(name, value)
+        args = flags.parse_ask(["Wie?"])
+        assert bool(getattr(args, dest)) is on, name
+        assert not any(getattr(args, other) for other in SWITCHES.values() if other != dest)
+        monkeypatch.delenv(name)

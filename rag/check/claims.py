@@ -26,33 +26,74 @@ GENERIC = {"ding", "dinge", "weg", "wege", "moeglichkeit", "moeglichkeiten", "sc
            "faelle", "faellen", "art", "arten", "grund", "gruende", "seite", "seiten"}
 
 # -- patterns, in the order the answer is read ----------------------------------------------------
+# The long ones are spelled out with re.VERBOSE (white space between the parts is ignored, a
+# comment says what a part matches) and built from these small parts:
 SP = r"[^\S\n]"  # a space that does not end the line
+DAY = r"\d{1,2}"  # a day or a month in digits: "1", "03"
+SECTION = r"\d+[a-z]?"  # the number of a § or an article: "7", "7a"
+THOUSANDS_DOTS = r"\d{1,3}(?:\.\d{3})+(?:,\d+)?(?![\d.])"  # "4.850", "1.250.000,50"
+THOUSANDS_SPACES = r"\d{1,3}(?:[\u00a0\u202f]\d{3})+(?:,\d+)?"  # "4 850", no-break spaces
+PLAIN_NUMBER = r"\d+(?:[.,]\d+)?"  # "14", "2,5", "0.75"
+
 CODE = re.compile(r"```[^\n]*\n(.*?)(?:```|\Z)|`([^`\n]+)`", re.S)
-SOURCE_REF = re.compile(r"\b(?:laut\s+)?Quellen?\s*:?\s*(?:Nr\.\s*)?\d+(?:\s*(?:,|und|"
-                        r"sowie)\s*\d+)*", re.I)
+SOURCE_REF = re.compile(r"""
+    \b (?:laut\s+)? Quellen? \s* :? \s*    # "Quelle", "laut Quellen:"
+    (?:Nr\.\s*)? \d+                       # "Nr. 2", "2"
+    (?: \s* (?:,|und|sowie) \s* \d+ )*     # more of them: ", 3 und 4"
+    """, re.I | re.X)
 LIST_MARKER = re.compile(r"^\s*\d{1,2}[.)]\s+", re.M)
 IP = re.compile(r"(?<![\w.])\d{1,3}(?:\.\d{1,3}){3}(?:/\d{1,2})?(?![\w.]\d)")
 ISO_DATE = re.compile(r"(?<![\w.])(\d{4})-(\d{1,2})-(\d{1,2})(?!\d)")
-DOT_DATE = re.compile(r"(?<![\w.,])(\d{1,2})\.(\d{1,2})\.(\d{4}|\d{2}(?!\d))?(?![\d])")
-WORD_DATE = re.compile(rf"(?<![\w.,])((?:\d{{1,2}}\.{SP}*(?:,|und|oder|bis|–|-){SP}*)*)"
-                       rf"(\d{{1,2}})\.{SP}*([^\W\d_]+)\.?(?:{SP}+(\d{{4}})(?!\d))?")
+DOT_DATE = re.compile(rf"""
+    (?<![\w.,])                    # not inside a word or a number
+    ({DAY}) \. ({DAY}) \.          # day and month: "1.3.", "01.03."
+    (\d{{4}} | \d{{2}}(?!\d))?     # the year, if any: "2025", "25"
+    (?!\d)                         # no more digits
+    """, re.X)
+WORD_DATE = re.compile(rf"""
+    (?<![\w.,])                                              # not inside a word or a number
+    ((?: {DAY} \. {SP}* (?:,|und|oder|bis|–|-) {SP}* )*)    # days before: "24. und ", "1.–"
+    ({DAY}) \. {SP}*                                         # the day: "31. "
+    ([^\W\d_]+) \.?                                          # the month: "Dezember", "Dez."
+    (?: {SP}+ (\d{{4}}) (?!\d) )?                            # the year, if any: " 2025"
+    """, re.X)
 MONTH_YEAR = re.compile(rf"(?<![\w.])([^\W\d_]+)\.?{SP}+(\d{{4}})(?!\d)")
 CLOCK = re.compile(rf"(?<![\w.:,])(\d{{1,2}}):(\d{{2}})(?!\d)(?:{SP}*Uhr\b)?")
 HOUR = re.compile(rf"(?<![\w.:,])(\d{{1,2}})(?:\.(\d{{2}}))?{SP}*Uhr\b")
-PARAGRAPH = re.compile(rf"(§§|\bParagr(?:aph|af)en\b){SP}*(\d+[a-z]?)((?:{SP}*(?:,|und|bis|–|"
-                       rf"-){SP}*\d+[a-z]?)+)()|(§|\bParagr(?:aph|af)\b|\bArt\.|\bArtikel\b){SP}*"
-                       rf"(\d+[a-z]?)()(?:{SP}*(?:Abs\.|Absatz){SP}*(\d+))?")
+# Groups 1-4 and 5-8 line up: sign, first number, more numbers, Absatz; () holds a missing one.
+PARAGRAPH = re.compile(rf"""
+      (§§ | \bParagr(?:aph|af)en\b) {SP}*                    # several: "§§", "Paragrafen"
+      ({SECTION})                                             # the first: "4"
+      ((?: {SP}* (?:,|und|bis|–|-) {SP}* {SECTION} )+)        # the others: " und 5", "–7a"
+      ()                                                      # no Absatz
+    | (§ | \bParagr(?:aph|af)\b | \bArt\. | \bArtikel\b) {SP}*  # one: "§", "Paragraph", "Art."
+      ({SECTION})                                             # its number: "7"
+      ()                                                      # no others
+      (?: {SP}* (?:Abs\.|Absatz) {SP}* (\d+) )?               # its Absatz, if any: " Abs. 2"
+    """, re.X)
 TOKEN = re.compile(r"\w+(?:[-./@]\w+)*")
-NUMBER = re.compile(r"(?<![\w.,/])(?:(€|EUR)" + SP + r"?)?"
-                    r"(\d{1,3}(?:\.\d{3})+(?:,\d+)?(?![\d.])|\d{1,3}(?:[\u00a0\u202f]\d{3})+"
-                    r"(?:,\d+)?|\d+(?:[.,]\d+)?)(?![\d]|[.,]\d)")
-MULTIPLIER = re.compile(rf"{SP}*-?{SP}*(Tsd|Tausend|Mio|Millionen|Million|Mrd|Milliarden|"
-                        rf"Milliarde)\b\.?")
+NUMBER = re.compile(rf"""
+    (?<![\w.,/])                   # not the end of a word, a number or a path
+    (?: (€|EUR) {SP}? )?           # a currency in front: "€ 95", "EUR 4.850"
+    ({THOUSANDS_DOTS} | {THOUSANDS_SPACES} | {PLAIN_NUMBER})
+    (?! \d | [.,]\d )              # the whole number: not "1.2" of "1.2.3"
+    """, re.X)
+MULTIPLIER = re.compile(rf"""
+    {SP}* -? {SP}*                 # after the number: " ", "-"
+    ( Tsd | Tausend                # thousand
+    | Mio | Millionen | Million    # million
+    | Mrd | Milliarden | Milliarde  # billion
+    ) \b \.?                       # "Mio."
+    """, re.X)
 UNIT = re.compile(rf"{SP}*-?{SP}*(%|€|°{SP}?C\b|[^\W\d_]+(?:/s\b)?)")
 WORD = re.compile(r"[^\W\d_]+")
 NOUN_AFTER = re.compile(rf"{SP}+[A-ZÄÖÜ][^\W\d_]*(?:-[^\W\d_]+)*")
-JOINED = re.compile(r"(.+?)(taegig|woechig|monatig|jaehrig|stuendig|minuetig|stellig)(e|en|er|es|"
-                    r"em)?")
+JOINED = re.compile(r"""
+    (.+?)                                                         # the count: "zehn", "14-"
+    (taegig | woechig | monatig | jaehrig | stuendig | minuetig   # the unit, folded:
+     | stellig)                                                   # "zehnjaehrig", "sechsstellig"
+    (e | en | er | es | em)?                                      # an ending: "zehnjaehrige"
+    """, re.X)
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ Does not handle: reading the users file (rag/store/users.py load), checking a ke
 import ipaddress
 import os
 
+from rag import config
 from rag.store.access import Reader
 from rag.store.users import Auth, UsersError, add_user, load
 
@@ -28,7 +29,7 @@ def add_flags(parser):
                         help="fragen, wie dieser Benutzer aus --users fragen würde (Terminal und "
                              "--mcp)")
     parser.add_argument("--trust-proxy-header", action="store_true",
-                        default=os.environ.get("RAG_TRUST_PROXY_HEADER") == "1",
+                        default=config.env_on("RAG_TRUST_PROXY_HEADER"),
                         help="--serve: Benutzer und Gruppen aus X-Forwarded-User/-Groups bzw. "
                              "Remote-User/-Groups eines Reverse-Proxys nehmen, nur von 127.0.0.1 "
                              "oder --proxy-from (RAG_TRUST_PROXY_HEADER=1)")

@@ -124,7 +124,7 @@ def add_ask_models(parser):
     """The question, the index and the two model servers: embedder and answer model."""
     parser.add_argument("question", nargs="?", help="die Frage (in Anführungszeichen)")
     add_index(parser)
-    parser.add_argument("--ann", action="store_true", default=os.environ.get("RAG_ANN") == "1",
+    parser.add_argument("--ann", action="store_true", default=config.env_on("RAG_ANN"),
                         help="PostgreSQL: Vektorsuche über den HNSW-Index, Kandidaten exakt "
                              "nachgerechnet (RAG_ANN=1; Standard: ab einer gemessenen Größe von "
                              "selbst)")
@@ -213,7 +213,7 @@ def add_answering(parser):
                         help="nur Seiten unterhalb dieses Wiki-Ordners durchsuchen, z. B. mail/ "
                              "(RAG_UNDER)")
     parser.add_argument("--expand", action="store_true",
-                        default=os.environ.get("RAG_EXPAND") == "1", help="Frage erweitern: das "
+                        default=config.env_on("RAG_EXPAND"), help="Frage erweitern: das "
                              "Antwortmodell (derselbe llama-server) hilft suchen, siehe "
                              "--expand-method (RAG_EXPAND=1; auch mit --retrieve-only, dann fragt "
                              "es den Server nur danach; rag/search/expand.py)")
@@ -227,8 +227,7 @@ def add_answering(parser):
                         help="Gespräch im Terminal: eine Frage nach der anderen; eine Folgefrage "
                              "(„Und wie lösche ich sie wieder?“) wird zusammen mit der Frage "
                              "davor gesucht (→ Gesucht: …); leere Zeile oder Strg-D beendet")
-    parser.add_argument("--rewrite", action="store_true",
-                        default=os.environ.get("RAG_REWRITE") == "1",
+    parser.add_argument("--rewrite", action="store_true", default=config.env_on("RAG_REWRITE"),
                         help="Folgefragen zusätzlich vom Antwortmodell umschreiben lassen, auch "
                              "in --serve (RAG_REWRITE=1; mit dem 1,5B-Modell gemessen schlechter, "
                              "docs/suche.md)")
@@ -256,7 +255,7 @@ def add_output(parser):
                         metavar="N", help="Audit-Zeilen älter als N Tage löschen "
                                           "(RAG_AUDIT_DAYS; Standard: behalten)")
     parser.add_argument("--audit-no-text", action="store_true",
-                        default=os.environ.get("RAG_AUDIT_NO_TEXT") == "1",
+                        default=config.env_on("RAG_AUDIT_NO_TEXT"),
                         help="kein Text von Frage und Antwort ins Audit-Log, nur Hashes und "
                              "Prüfungen (RAG_AUDIT_NO_TEXT=1)")
     # the pseudonym's key: never a flag (ps)
