@@ -2,7 +2,8 @@
 
     question_part("Hallo zusammen, seit heute … Wie schaffe ich wieder Platz? Danke, Birgit")
     -> "Wie schaffe ich wieder Platz?"
-    phrases("Mein Mailprogramm meldet, der Speicher ist voll", ask)  -> ["Quota", "Mailbox voll", …]
+    phrases("Mein Mailprogramm meldet, der Speicher ist voll", ask)
+    -> ["Quota", "Mailbox voll", …]
     choose("Mein Postfach ist voll", [("Quota › Quota erhöhen", s1), ("VPN", s2)], ask)
     -> [("Quota › …", s1)]
 
@@ -25,7 +26,8 @@ import re
 
 from rag.text import german, sentences
 
-LONG_QUESTION = 60  # words: a longer message is first cut down to its question part (for the phrases)
+# words: a longer message is first cut down to its question part (for the phrases)
+LONG_QUESTION = 60
 N_PHRASES = 3  # search phrases the model writes
 N_CANDIDATES = 20  # choose: first results (distinct headings) the model reads
 N_CHOSEN = 3  # choose: headings it may name, best first
@@ -35,10 +37,11 @@ PRF_CANDIDATES = 40  # prf: the most frequent words of those results whose IDF i
 MAX_TOKENS_PHRASES = 40  # three phrases of up to four words, as JSON, need about 25
 MAX_TOKENS_CHOOSE = 16  # "[3, 12, 7]"
 
-GREETING = re.compile(r"^\s*(hallo|hi|hey|moin(\s+moin)?|servus|guten\s+(morgen|tag|abend)|liebe[s]?|"
-                      r"sehr\s+geehrte[rs]?)\b[^,.!?\n]*[,.!\n]\s*", re.IGNORECASE)
-SIGN_OFF = re.compile(r"^(danke|vielen\s+dank|merci|lg|vg|mfg|gru(ss|ß)|gr(ue|ü)(ss|ß)e|viele\s+gr|beste\s+gr|"
-                      r"sch(oe|ö)nen\s+(tag|gru)|bis\s+dann|ciao|tsch(ue|ü)ss)", re.IGNORECASE)
+GREETING = re.compile(r"^\s*(hallo|hi|hey|moin(\s+moin)?|servus|guten\s+(morgen|tag|abend)|"
+                      r"liebe[s]?|sehr\s+geehrte[rs]?)\b[^,.!?\n]*[,.!\n]\s*", re.IGNORECASE)
+SIGN_OFF = re.compile(r"^(danke|vielen\s+dank|merci|lg|vg|mfg|gru(ss|ß)|gr(ue|ü)(ss|ß)e|"
+                      r"viele\s+gr|beste\s+gr|sch(oe|ö)nen\s+(tag|gru)|bis\s+dann|ciao|"
+                      r"tsch(ue|ü)ss)", re.IGNORECASE)
 
 
 def words(text):
@@ -65,18 +68,21 @@ def question_part(text, limit=LONG_QUESTION):
 
 # -- what the model is asked, and the JSON it must answer with ------------------------------------
 PHRASES_SYSTEM = (
-    f"Du hilfst bei der Suche im internen IT-Wiki einer Firma. Schreibe zur Nachricht {N_PHRASES} kurze Suchbegriffe "
-    "(je 1 bis 4 Wörter) in der Fachsprache der IT-Dokumentation, so wie sie wörtlich im Wiki stehen würden: "
-    "Fachbegriffe, Namen von Programmen und Diensten. Keine Grüße, keine Personennamen.")
+    f"Du hilfst bei der Suche im internen IT-Wiki einer Firma. Schreibe zur Nachricht {N_PHRASES} "
+    "kurze Suchbegriffe (je 1 bis 4 Wörter) in der Fachsprache der IT-Dokumentation, so wie sie "
+    "wörtlich im Wiki stehen würden: Fachbegriffe, Namen von Programmen und Diensten. Keine "
+    "Grüße, keine Personennamen.")
 PHRASES_SCHEMA = {"type": "array", "items": {"type": "string", "minLength": 2, "maxLength": 40},
                   "minItems": 1, "maxItems": N_PHRASES}
 def phrases(question, ask):
-    """The model's search phrases for a question (its question part, if long): up to N_PHRASES, unique,
-    none equal to the question. ask(messages, schema, max_tokens) -> parsed JSON (rag/models/llm.py complete_json).
+    """The model's search phrases for a question (its question part, if long): up to N_PHRASES,
+    unique, none equal to the question.
+    ask(messages, schema, max_tokens) -> parsed JSON (rag/models/llm.py complete_json).
 
     Example: phrases("Mein Postfach ist voll, was tun?", ask) -> ["Quota erhöhen", "Mailbox voll"]
     """
-    found = ask([{"role": "system", "content": PHRASES_SYSTEM}, {"role": "user", "content": question_part(question)}],
+    found = ask([{"role": "system", "content": PHRASES_SYSTEM},
+                 {"role": "user", "content": question_part(question)}],
                 PHRASES_SCHEMA, MAX_TOKENS_PHRASES)
     out = []
     for phrase in found if isinstance(found, list) else []:
@@ -88,15 +94,17 @@ def phrases(question, ask):
 
 # -- choose: the model reads the headings of the first results and names the ones that answer -----
 CHOOSE_SYSTEM = (
-    "Du hilfst bei der Suche im internen IT-Wiki einer Firma. Du bekommst die Nachricht einer Kollegin und eine "
-    "nummerierte Liste von Abschnitten aus dem Wiki. Nenne die Nummern der Abschnitte, in denen die Antwort auf ihre "
-    f"Frage steht, höchstens {N_CHOSEN}, den besten zuerst. Achte auf das, was sie wissen will, nicht auf Nebensätze.")
+    "Du hilfst bei der Suche im internen IT-Wiki einer Firma. Du bekommst die Nachricht einer "
+    "Kollegin und eine nummerierte Liste von Abschnitten aus dem Wiki. Nenne die Nummern der "
+    f"Abschnitte, in denen die Antwort auf ihre Frage steht, höchstens {N_CHOSEN}, den besten "
+    "zuerst. Achte auf das, was sie wissen will, nicht auf Nebensätze.")
 
 
 def label(heading):
     """A heading path as the model reads it: the page title and the section.
 
-    Example: label("Speicherplatzbegrenzung für Mailboxen (Quota) › Quota › Warnungen bei voller Mailbox")
+    Example: label(
+        "Speicherplatzbegrenzung für Mailboxen (Quota) › Quota › Warnungen bei voller Mailbox")
              -> "Speicherplatzbegrenzung für Mailboxen (Quota) › Warnungen bei voller Mailbox"
     """
     parts = heading.split(" › ")
@@ -104,9 +112,11 @@ def label(heading):
 
 
 def candidates(sources, limit=N_CANDIDATES):
-    """The first `limit` distinct headings of ranked sources: [(label, source)], the first source of each.
+    """The first `limit` distinct headings of ranked sources: [(label, source)], the first source of
+    each.
 
-    Example: sources a.md#0 "A › B", a.md#1 "A › B", b.md#0 "C" -> [("A › B", a.md#0), ("C", b.md#0)]
+    Example: sources a.md#0 "A › B", a.md#1 "A › B", b.md#0 "C"
+             -> [("A › B", a.md#0), ("C", b.md#0)]
     """
     out, seen = [], set()
     for source in sources:
@@ -120,9 +130,11 @@ def candidates(sources, limit=N_CANDIDATES):
 
 
 def choose(question, listed, ask):
-    """The model's choice among the listed (label, source) pairs: [(label, source)], best first, unique.
+    """The model's choice among the listed (label, source) pairs: [(label, source)], best first,
+    unique.
 
-    Example: choose("Mein Postfach ist voll", [("Quota › Quota erhöhen", s1), ("VPN", s2)], ask) -> [("Quota › …", s1)]
+    Example: choose("Mein Postfach ist voll", [("Quota › Quota erhöhen", s1), ("VPN", s2)], ask)
+             -> [("Quota › …", s1)]
     """
     if not listed:
         return []
@@ -132,25 +144,28 @@ def choose(question, listed, ask):
     found = ask([{"role": "system", "content": CHOOSE_SYSTEM},
                  {"role": "user", "content": f"Nachricht: {question}\n\nAbschnitte:\n{lines}"}],
                 schema, MAX_TOKENS_CHOOSE)
-    numbers = [n for n in found if isinstance(n, int) and 1 <= n <= len(listed)] if isinstance(found, list) else []
+    numbers = ([n for n in found if isinstance(n, int) and 1 <= n <= len(listed)]
+               if isinstance(found, list) else [])
     return [listed[n - 1] for n in dict.fromkeys(numbers)][:N_CHOSEN]
 
 
 # -- prf: words of the first results, no model -----------------------------------------------------
 def feedback_words(question, sources, document_frequency, total, docs=PRF_DOCS, n=PRF_TERMS):
     """The n words that weigh most in the first `docs` sources: the summed share of each source's
-    content words (4+ letters, no stopwords), the most frequent PRF_CANDIDATES of them times their IDF
-    (document_frequency(word) -> chunks with it, of `total`). The question's words (or their stems)
-    are left out; ties by the word.
+    content words (4+ letters, no stopwords), the most frequent PRF_CANDIDATES of them times their
+    IDF (document_frequency(word) -> chunks with it, of `total`). The question's words (or their
+    stems) are left out; ties by the word.
 
-    Example: ("Postfach voll?", [Source("Quota › Warnungen", "Die Quota-Warnung kommt bei 90 % …"), …], df, 205)
+    Example: ("Postfach voll?", [Source("Quota › Warnungen",
+             "Die Quota-Warnung kommt bei 90 % …"), …], df, 205)
              -> ["quota", "warnung", …]
     """
     asked = {german.stem(w) for w in german.words(question)}
     share = {}
     for source in sources[:docs]:
         found = [w for w in german.words(f"{source.heading or ''} {source.content}")
-                 if len(w) >= 4 and w.isalpha() and w not in german.STOPWORDS and german.stem(w) not in asked]
+                 if len(w) >= 4 and w.isalpha() and w not in german.STOPWORDS
+                 and german.stem(w) not in asked]
         for word in found:
             share[word] = share.get(word, 0.0) + 1.0 / len(found)
     frequent = sorted(share, key=lambda w: (-share[w], w))[:PRF_CANDIDATES]
