@@ -115,8 +115,10 @@ def before_addresses(text, toks):
             yield span  # ("Lager Lüneburg, Am Hafen 3" is a place)
 
 
-REVERSED = re.compile(r"""(?m)(?:^|(?<=[|;"„“(:<]))[ \t]*(?P<name>(?P<surname>[A-ZÄÖÜ][\w'’-]+(?:[ \t][A-ZÄÖÜ][\w'’-]+)?)
-    ,[ \t]+(?P<first>[A-ZÄÖÜ][\w-]+(?:[ \t][A-ZÄÖÜ][\w-]+)?))(?=[ \t]*(?:$|[|;"“”)>,–]|[ \t]<))""", re.X)
+REVERSED = re.compile(r"""(?m)(?:^|(?<=[|;"„“(:<]))[ \t]*
+    (?P<name>(?P<surname>[A-ZÄÖÜ][\w'’-]+(?:[ \t][A-ZÄÖÜ][\w'’-]+)?)
+    ,[ \t]+(?P<first>[A-ZÄÖÜ][\w-]+(?:[ \t][A-ZÄÖÜ][\w-]+)?))
+    (?=[ \t]*(?:$|[|;"“”)>,–]|[ \t]<))""", re.X)
 
 
 def reversed_names(text, toks):
@@ -210,11 +212,13 @@ FUNCTION_WORDS = set("""alle alles allem allen aller andere anderen anderer ande
     folgenden bestimmte bestimmten verschiedene verschiedenen einzelne einzelnen wichtig wichtige
     wichtigen optional hinweis achtung tipp beispiel beispielsweise zum zur vom beim""".split())
 NOT_NAME_WORDS = STOP_WORDS | FUNCTION_WORDS  # words that open no unlisted name
-DEPARTMENT = re.compile(r"""[ \t]+(?:\((?:Lager|IT|EDV|HR|Einkauf|Vertrieb|Versand|Buchhaltung|Personal|Disposition|Zoll|
-    Empfang|Marketing|Logistik|Kundenservice|Verwaltung|Geschäftsführung|Finanzen|Controlling|Fuhrpark|Werkstatt|
-    [\w-]*schicht|[\w-]*abteilung|Team\ [\w-]+)\b[^)\n]{0,30}\)|(?:aus\ der|aus\ dem|vom|von\ der)\ (?:[\w-]*schicht|
-    Buchhaltung|Disposition|Verwaltung|Geschäftsführung|Personalabteilung|[\w-]*abteilung|IT|EDV|Zentrale|Filiale|
-    Niederlassung|Lager|Einkauf|Vertrieb|Versand|Team\b))""", re.X)
+DEPARTMENT = re.compile(r"""[ \t]+(?:\((?:Lager|IT|EDV|HR|Einkauf|Vertrieb|Versand|Buchhaltung|
+    Personal|Disposition|Zoll|Empfang|Marketing|Logistik|Kundenservice|Verwaltung|
+    Geschäftsführung|Finanzen|Controlling|Fuhrpark|Werkstatt|[\w-]*schicht|[\w-]*abteilung|
+    Team\ [\w-]+)\b[^)\n]{0,30}\)
+    |(?:aus\ der|aus\ dem|vom|von\ der)\ (?:[\w-]*schicht|Buchhaltung|Disposition|Verwaltung|
+    Geschäftsführung|Personalabteilung|[\w-]*abteilung|IT|EDV|Zentrale|Filiale|Niederlassung|
+    Lager|Einkauf|Vertrieb|Versand|Team\b))""", re.X)
 
 
 def unlisted(text, toks):

@@ -32,16 +32,18 @@ PARTICLES = {"von", "van", "de", "der", "den", "du", "zu", "zur", "vom", "ten", 
 # what can open them: "Herr der Lage" is no name
 FIRST_PARTICLES = PARTICLES - {"der", "den", "del", "della"}
 ROLE_WORDS = re.compile(r"""(?ix)
-    (?:ansprech|kontakt)(?:partner|partnerin|person)(?:s|in)? | kontakt | zuständig(?:e[rn]?)? | verantwortlich(?:e[rn]?)?
-  | (?:sach)?bearbeiter(?:in)? | mitarbeit(?:er|erin|ende[rn]?) | kolleg(?:e|in) | vertret(?:ung|er|erin)
-  | [\w-]*leiter(?:in)? | [\w-]*leitung | [\w-]*beauftragte[rn]? | [\w-]*führer(?:in)? | [\w-]*manager(?:in)?
-  | [\w-]*inhaber(?:in)? | vorstand | vorsitzende[rn]? | assistent(?:in)? | techniker(?:in)? | administrator(?:in)?
-  | berater(?:in)? | referent(?:in)? | koordinator(?:in)? | disponent(?:in)? | fahrer(?:in)? | auszubildende[rn]?
-  | azubi | praktikant(?:in)? | werkstudent(?:in)? | absender(?:in)? | empfänger(?:in)? | verfasser(?:in)?
-  | autor(?:in)? | vorgesetzte[rn]? | chef(?:in)? | teilnehmer(?:in)? | antragsteller(?:in)? | bewerber(?:in)?
-  | [\w-]+meister(?:in)? | direktor(?:in)? | präsident(?:in)? | sekretär(?:in)? | minister(?:in)? | betreuer(?:in)?
-  | director | nachbar(?:in)? | owner | ceo | cfo | cto | coo
-  | erstellt\ von | geändert\ von | vertreten\ durch | i\.\ ?a\. | i\.\ ?v\. | ppa\. | gez\.""")
+    (?:ansprech|kontakt)(?:partner|partnerin|person)(?:s|in)? | kontakt | zuständig(?:e[rn]?)?
+  | verantwortlich(?:e[rn]?)? | (?:sach)?bearbeiter(?:in)? | mitarbeit(?:er|erin|ende[rn]?)
+  | kolleg(?:e|in) | vertret(?:ung|er|erin) | [\w-]*leiter(?:in)? | [\w-]*leitung
+  | [\w-]*beauftragte[rn]? | [\w-]*führer(?:in)? | [\w-]*manager(?:in)? | [\w-]*inhaber(?:in)?
+  | vorstand | vorsitzende[rn]? | assistent(?:in)? | techniker(?:in)? | administrator(?:in)?
+  | berater(?:in)? | referent(?:in)? | koordinator(?:in)? | disponent(?:in)? | fahrer(?:in)?
+  | auszubildende[rn]? | azubi | praktikant(?:in)? | werkstudent(?:in)? | absender(?:in)?
+  | empfänger(?:in)? | verfasser(?:in)? | autor(?:in)? | vorgesetzte[rn]? | chef(?:in)?
+  | teilnehmer(?:in)? | antragsteller(?:in)? | bewerber(?:in)? | [\w-]+meister(?:in)?
+  | direktor(?:in)? | präsident(?:in)? | sekretär(?:in)? | minister(?:in)? | betreuer(?:in)?
+  | director | nachbar(?:in)? | owner | ceo | cfo | cto | coo | erstellt\ von | geändert\ von
+  | vertreten\ durch | i\.\ ?a\. | i\.\ ?v\. | ppa\. | gez\.""")
 # a word ending so is a German noun, not a name
 NOUN_ENDINGS = ("ung", "heit", "keit", "schaft", "tion", "sion", "ität", "nis", "ment", "ismus",
                 "tum", "ie", "ei", "eur", "ieren", "system", "systeme", "technik", "logistik",

@@ -54,13 +54,18 @@ from rag.privacy.tables import column_cells
 OPENERS = {"hallo", "hi", "hey", "liebe", "lieber", "moin", "servus", "sehr geehrte",
            "sehr geehrter"}
 GREETINGS = re.compile(r"""(?ix)(?<![\w-])(?:
-    (?:mit\ )?(?:freundlichen|besten|herzlichen|lieben|schönen|sonnigen|kollegialen|vielen)\ grüßen
-  | (?:freundliche|beste|herzliche|liebe|schöne|viele|sonnige)\ grüße | viele\ grüsse | mit\ freundlichen\ gr(?:ü|ue)ssen
+    (?:mit\ )?(?:freundlichen|besten|herzlichen|lieben|schönen|sonnigen|kollegialen|vielen)
+    \ grüßen
+  | (?:freundliche|beste|herzliche|liebe|schöne|viele|sonnige)\ grüße | viele\ grüsse
+  | mit\ freundlichen\ gr(?:ü|ue)ssen
   | mfg | lg | vg | gruß | grüße | best\ regards | kind\ regards | regards | cheers)(?![\w-])""")
 # also e-mail headers
-FIELD_LABELS = re.compile(r"""(?x)(?<![\w-])(?:(?:Vor|Nach|Familien|Geburts|Anzeige|Kontakt|Mitarbeiter)?[Nn]ame
-    (?:\ (?:des|der|von)\ [\wäöüÄÖÜß]+)? (?P<reverse>\s*,\s*Vorname)? | Mitarbeiter(?:in|innen|ende)? | Teilnehm(?:er|erin|ende)
-    | Antragsteller(?:in)? | Teilnehmerliste(?:\ [^:\n]{1,30})? | Anwesend | Verteiler | Von | An | Cc | CC | Bcc | Gemeldet\ von | Zugewiesen\ an
+FIELD_LABELS = re.compile(r"""(?x)(?<![\w-])(?:
+    (?:Vor|Nach|Familien|Geburts|Anzeige|Kontakt|Mitarbeiter)?[Nn]ame
+    (?:\ (?:des|der|von)\ [\wäöüÄÖÜß]+)? (?P<reverse>\s*,\s*Vorname)?
+    | Mitarbeiter(?:in|innen|ende)? | Teilnehm(?:er|erin|ende)
+    | Antragsteller(?:in)? | Teilnehmerliste(?:\ [^:\n]{1,30})? | Anwesend | Verteiler | Von | An
+    | Cc | CC | Bcc | Gemeldet\ von | Zugewiesen\ an
     | Erstellt\ von | Geändert\ von | Bearbeitet\ von | Protokoll | Unterschrift)\s*:[ \t]*""")
 NAME_COLUMNS = re.compile(r"(?i)^(?:name|vorname|nachname|vor- und nachname|name, vorname|"
                           r"ansprechpartner(?:in)?|ansprechperson|kontakt(?:person)?|"
