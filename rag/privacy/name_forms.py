@@ -65,8 +65,7 @@ def in_capitals(text, toks):
     for i in range(len(toks) - 1):
         a, b = toks[i], toks[i + 2] if i + 2 < len(toks) and toks[i + 1][2] == "," else toks[i + 1]
         if not (a[2].isupper() and b[2].isupper() and len(a[2]) > 2 and len(b[2]) > 2
-                and a[2].isalpha()
-                and b[2].replace("-", "").isalpha()) or "\n" in text[a[1]:b[0]]:
+                and a[2].isalpha() and b[2].replace("-", "").isalpha()) or "\n" in text[a[1]:b[0]]:
             continue
         surname, first = ((a, b) if b is not toks[i + 1]
                           else ((b, a) if is_first_name(a[2].title()) else (a, b)))
