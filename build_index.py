@@ -15,6 +15,8 @@ Steps, in the order of the post, each one call into rag/ingest/:
               (server) (embed_chunks.py)
   4. store    docs + vectors + search text in knowledge.db (rag/store/), one transaction per page (indexing.py);
               who may read each page (.access files, front matter access:) first (access_rules.py)
+  5. ask      with --questions only: a chat model writes questions that each section answers, in
+              a reader's words; stored with it and searched beside it (questions.py; off: slow)
 
 Incremental: unchanged pages are skipped, a chunk already in the index reuses its vector, and a
 crash leaves every page entirely old or entirely new; the next run finishes the job. Bad input
@@ -31,7 +33,8 @@ from pathlib import Path
 from rag import config
 from rag import store
 from rag.doors import flags
-from rag.ingest import chunking, embed_chunks, forget, formats, indexing, pages, report, watch
+from rag.ingest import (chunking, embed_chunks, forget, formats, indexing, pages, questions, report,
+                        watch)
 from rag.store import users
 
 
@@ -64,6 +67,9 @@ def build(args):
         stats["added"] = len(todo) - stats["changed"]
         # 3.+4. embed what is not in the index yet, store page by page
         written = indexing.embed_and_store(index, todo, args, stats)
+        # 5. questions for each section (kept while it stays; asked only with --questions), before
+        #    the removed pages go: a moved section takes its questions along
+        asked = questions.attach(index, args, present, questions.old_questions(args))
         gone = indexing.forget_gone(index, known, present)  # after the adds: a moved page reuses its vectors
         stats["removed"] = len(gone)
         indexing.refresh_search(index)
@@ -78,6 +84,8 @@ def build(args):
         index.close()
     seconds = time.monotonic() - started
     if not args.watching:
+        if args.questions or asked["copied"] or asked["dropped"]:
+            print(questions.describe(asked), flush=True)
         print(report.summary(stats, count, dim, seconds, index.label), flush=True)
     return dict(stats, written=written, gone=gone, known=set(known), seconds=seconds)
 
@@ -102,6 +110,7 @@ def parse_flags():
         epilog="Umgebungsvariablen: RAG_WIKI, RAG_DB, LLAMA_EMBEDDING, RAG_EMBED_MODEL, RAG_EMBED_BATCH, "
                "RAG_EMBED_THREADS, RAG_EMBED_TIMEOUT, RAG_EMBED_VIA, RAG_EMBED_URL, RAG_EMBED_MODEL_NAME, "
                "RAG_API_KEY, RAG_PDFTOTEXT, RAG_AUDIT und RAG_FORGET_LOG (für --forget), RAG_PII_KINDS und RAG_PII_KEEP (für die Meldung personenbezogener Daten), "
+               "RAG_QUESTIONS_SERVER und RAG_QUESTIONS_MODEL_NAME (für --questions), "
                "RAG_CACHE (Ort des Setups).")
     parser.add_argument("--wiki", default=config.env_str("RAG_WIKI", "wiki"),
                         help="Ordner mit den Seiten (RAG_WIKI, Standard: wiki)")
@@ -131,6 +140,18 @@ def parse_flags():
     forget.add_flags(parser)  # --forget PATH, --vacuum, --audit, --forget-log (rag/ingest/)
     parser.add_argument("--users", default=config.env_str("RAG_USERS", ""), metavar="FILE",
                         help="Benutzerdatei: warnt vor Rechte-Regeln mit Gruppen, die kein Benutzer hat (RAG_USERS)")
+    parser.add_argument("--questions", nargs="?", metavar="URL",
+                        default=config.env_str("RAG_QUESTIONS_SERVER", None),
+                        const=config.env_str("LLAMA_SERVER_URL", config.DEFAULT_SERVER_URL),
+                        help="ein Chat-Modell schreibt zu jedem Abschnitt bis zu 3 Fragen in "
+                             "Lesersprache, die mit durchsucht werden (langsam: ~7 s je Abschnitt "
+                             "auf 2 Kernen; nur geänderte Abschnitte werden neu befragt); URL "
+                             "eines OpenAI-kompatiblen Servers (RAG_QUESTIONS_SERVER; ohne URL: "
+                             "LLAMA_SERVER_URL; Standard: aus)")
+    parser.add_argument("--questions-model-name",
+                        default=config.env_str("RAG_QUESTIONS_MODEL_NAME", None),
+                        help="Modellname für --questions, als \"model\" gesendet "
+                             "(RAG_QUESTIONS_MODEL_NAME; Ollama und vLLM brauchen ihn)")
     parser.add_argument("--watch", action="store_true",
                         help="weiterlaufen und geänderte Seiten neu indexieren (Strg-C beendet)")
     parser.add_argument("--interval", type=float, default=interval,
@@ -159,6 +180,9 @@ def main():
         if args.forget:  # no embedder needed: nothing is embedded
             raise SystemExit(forget.run(args))
         indexing.check_setup(args)
+        if args.questions:
+            args.questions = args.questions.rstrip("/").removesuffix("/v1")  # an OpenAI base URL
+            questions.check_server(args)
         watch.watch(args, build) if args.watch else build(args)
     except KeyboardInterrupt:
         print("\nAbgebrochen – bereits gespeicherte Seiten bleiben; erneut starten setzt fort.", file=sys.stderr)

@@ -25,7 +25,8 @@ Steps (not --threshold):
 
 --threshold embeds TOPICS (six topics the sample wiki does not answer, five wordings each) with the
 real model and groups them at thresholds 0.80 … 0.96: pair precision, recall and F1 against the
-topics. The best F1 (ties: the higher threshold) is the one to write into rag/report/clusters.py.
+topics. The best F1 (ties: the higher threshold) is the one to write into rag/tuned.toml
+(clusters.THRESHOLDS).
 
 Does not handle: PostgreSQL votes (tests/test_feedback.py covers the store; the vote's cost there is
 one round trip more), the first report's embedding with a warm embedding server (--serve).
@@ -147,6 +148,22 @@ def vote_times(settings, chosen, rnd):
     return sorted(times)
 
 
+def asked_vectors(settings):
+    """What asking left beside the votes: the vector of each refused question of the log, kept as
+    ask_rag.py keeps it when it refuses (core.keep_vector; the embedding is the question's own,
+    made for the search). Returns the milliseconds of each keep, sorted."""
+    refusals, _ = build.audit_lines(settings.audit, None)
+    texts = sorted(gaps.refused_questions(refusals))
+    index, meta, _ = core.open_index(settings)
+    index.close()
+    times = []
+    for text, vector in zip(texts, core.embed(texts, settings, meta, "hybrid", {})):
+        started = time.perf_counter()
+        feedback.keep_vector(settings.db, meta.get("embed_model"), text, vector)
+        times.append((time.perf_counter() - started) * 1000)
+    return sorted(times)
+
+
 def percentile(values, share):
     """Example: percentile([1, 2, 3, 4], 0.5) -> 2"""
     return values[min(len(values) - 1, int(share * (len(values) - 1) + 0.5))] if values else None
@@ -215,6 +232,9 @@ def measure(args, tmp):
         common.build_quietly(env)
     answered = audit_log(log, sections_of(db), args, rnd)
     settings = core.Settings(db=db, model=model, embedding_bin=binary, audit=log)
+    print("  Vektoren der abgelehnten Fragen, wie beim Fragen behalten …", file=sys.stderr,
+          flush=True)
+    kept = asked_vectors(settings)
     print("  Bewertungen schreiben …", file=sys.stderr, flush=True)
     spread = [answered[int(i * len(answered) / args.votes)] for i in range(args.votes)]
     rnd.shuffle(spread)  # evenly over the log: find() reads half of it on average
@@ -228,7 +248,8 @@ def measure(args, tmp):
     print("  Bericht Schritt für Schritt …", file=sys.stderr, flush=True)
     with doors.warm_embedder(settings):  # as ask_rag.py --report embeds
         steps = report_steps(settings, str(ROOT / "wiki"))
-    return {"vote_p50_ms": round(percentile(times, 0.5), 2),
+    return {"keep_vector_p50_ms": round(percentile(kept, 0.5), 2),
+            "vote_p50_ms": round(percentile(times, 0.5), 2),
             "vote_p95_ms": round(percentile(times, 0.95), 2),
             "vote_recent_p50_ms": round(percentile(recent, 0.5), 2), "votes": len(times),
             "log_mb": round(os.path.getsize(log) / common.MB, 1),

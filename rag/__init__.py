@@ -25,5 +25,6 @@ list (tests/test_layers.py checks it).
     doors     who asks in which format: terminal, shared flags, web page, OpenAI-compatible API, MCP
 
 The two scripts are the story: build_index.py (read → chunk → embed → store) and ask_rag.py
-(embed → rank → prompt → ask → show). docs/rundgang.md walks the post's steps through these rooms.
+(embed → rank → prompt → ask → show). docs/rundgang.md walks the post's steps through these
+rooms.
 """

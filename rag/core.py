@@ -26,6 +26,7 @@ Does not handle: several indexes at once. (Follow-ups and query expansion: rag/s
 import itertools
 import time
 
+from rag.audit import feedback
 from rag.audit import log as audit
 from rag.answer import choose
 from rag.answer import context
@@ -45,15 +46,17 @@ from rag.search import subsections
 from rag import store
 from rag.text import german
 
-MAX_TOKENS = {"fact": 160, "howto": 400}  # by question type: a sentence 20–50 tokens, 8 steps ~350
+# by question type: a sentence 20–50 tokens, 8 steps ~350
+MAX_TOKENS = {"fact": 160, "howto": 400}
 
 
 # -- open the index --------------------------------------------------------------------------------
 def open_index(settings):
-    """(store, meta, mode): the index (SQLite file or PostgreSQL, rag/store/sqlite.py) must exist and be built;
-    without FTS5, vector mode."""
+    """(store, meta, mode): the index (SQLite file or PostgreSQL, rag/store/sqlite.py) must exist
+    and be built; without FTS5, vector mode."""
     try:
-        conn = store.open_store(settings.db, reader=settings.reader)  # the store hides what the reader may not see
+        # the store hides what the reader may not see
+        conn = store.open_store(settings.db, reader=settings.reader)
         meta = conn.meta()
     except store.StoreError as exc:
         raise CoreError(str(exc))
@@ -62,7 +65,8 @@ def open_index(settings):
     mode = settings.mode
     if mode != "vector" and not conn.has_lexical():
         if mode == "lexical":
-            raise CoreError("der Index hat keine Volltextsuche (SQLite ohne FTS5) – --mode vector verwenden")
+            raise CoreError("der Index hat keine Volltextsuche (SQLite ohne FTS5) – --mode "
+                            "vector verwenden")
         mode = "vector"
     return conn, meta, mode
 
@@ -76,9 +80,10 @@ def embed(texts, settings, meta, mode, timings):
         qvecs = [None] * len(texts)
     else:
         try:
-            qvecs = embed_query.query_vectors(texts, meta, settings.model, settings.embedding_bin, settings.embed_via,
-                                              settings.embed_url or settings.server, settings.embed_model_name,
-                                              settings.api_key)
+            qvecs = embed_query.query_vectors(texts, meta, settings.model, settings.embedding_bin,
+                                              settings.embed_via,
+                                              settings.embed_url or settings.server,
+                                              settings.embed_model_name, settings.api_key)
         except embed_query.EmbeddingError as exc:
             raise CoreError(str(exc))
     timings["embed_s"] = round(time.monotonic() - started, 3)
@@ -92,7 +97,8 @@ def embedded(question, settings, timings, searched=None):
     try:
         under = search.folder(settings.under)
         if under and not search.folder_ids(conn, under):
-            raise CoreError(f"unter {under} liegt keine Seite im Index – Ordner wie im Wiki angeben, z. B. --under mail/")
+            raise CoreError(f"unter {under} liegt keine Seite im Index – Ordner wie im Wiki "
+                            f"angeben, z. B. --under mail/")
         texts = expand.texts(question, searched)  # the question, then its expansions
         return conn, meta, mode, texts, embed(texts, settings, meta, mode, timings)
     except BaseException:
@@ -102,21 +108,25 @@ def embedded(question, settings, timings, searched=None):
 
 # -- 1. found, 2. widened: rank --------------------------------------------------------------------
 def rank(conn, texts, qvecs, searched, settings, meta, mode, question_kind, timings):
-    """The Retrieval of the question and what `searched` adds (rag/search/expand.py), the rankings fused."""
+    """The Retrieval of the question and what `searched` adds (rag/search/expand.py), the rankings
+    fused."""
     started = time.monotonic()
-    weight, floor, reject = search.index_settings(meta, settings.vector_weight, settings.floor_cosine,
-                                                  settings.reject_cosine)
+    weight, floor, reject = search.index_settings(meta, settings.vector_weight,
+                                                  settings.floor_cosine, settings.reject_cosine)
     try:
-        result = expand.retrieve(conn, list(zip(texts, qvecs)), searched, settings, mode=mode, top_k=settings.top_k,
-                                 max_per_file=settings.max_per_file, floor_cosine=floor, vector_weight=weight,
-                                 reject_cosine=reject, under=settings.under, ann=settings.ann or None)
+        result = expand.retrieve(conn, list(zip(texts, qvecs)), searched, settings, mode=mode,
+                                 top_k=settings.top_k, max_per_file=settings.max_per_file,
+                                 floor_cosine=floor, vector_weight=weight, reject_cosine=reject,
+                                 under=settings.under, ann=settings.ann or None)
     except store.StoreError as exc:  # e.g. --ann without an HNSW index
         raise CoreError(str(exc))
     timings["retrieve_s"] = round(time.monotonic() - started, 3)
     if settings.no_floor:
         result.weak = False
-    if question_kind == "howto":  # whole sections, a problem's solution in its place, a parent with its steps below
-        result.sources = subsections.join(conn, solutions.follow(conn, search.whole_sections(conn, result.sources)))
+    # whole sections, a problem's solution in its place, a parent with its steps below
+    if question_kind == "howto":
+        result.sources = subsections.join(
+            conn, solutions.follow(conn, search.whole_sections(conn, result.sources)))
     if qvecs[0] is not None:
         result.query_prefix = embedder.stored_query_prefix(meta, settings.model)
     return result
@@ -127,7 +137,8 @@ def protect(question, result, settings, conn):
     """(masked question, masker, raw sources): personal data in the question and the sources masked
     (rag/privacy/mask.py protect, on copies); the raw sources stay for the audit log's hashes."""
     raw_sources = result.sources  # the audit log hashes the wiki text as it is
-    question, result.sources, masker = privacy.protect(question, result.sources, settings.pii,  # copies
+    # copies
+    question, result.sources, masker = privacy.protect(question, result.sources, settings.pii,
                                                        settings.pii_kinds, settings.pii_keep)
     result.pii_kept = masker.readable()
     if settings.pii == "mask":  # the search text for --explain/--json, from the masked question
@@ -145,7 +156,8 @@ def prepare(question, retrieval, settings, result, screen):
         info = llm.server_info(settings.server, settings.api_key, settings.llm_model_name)
     except llm.LLMError as exc:
         raise CoreError(str(exc))
-    chat = info["chat_template"] if settings.prompt_format == "auto" else settings.prompt_format == "chat"
+    chat = (info["chat_template"] if settings.prompt_format == "auto"
+            else settings.prompt_format == "chat")
     result.model = info.get("model")
     guarded = screen.shield.guarded(retrieval)  # prompt copies: no live instruction
     prefix, result.prompt, procedure = answer.for_question(
@@ -164,12 +176,15 @@ def stream(question, prepared, settings, result, screen):
     info, chat, guarded, prefix, procedure = prepared
     choice = result.choice
     try:
-        limit = answerable.threshold(result.model) if settings.answer_threshold is None else settings.answer_threshold
+        limit = (answerable.threshold(result.model) if settings.answer_threshold is None
+                 else settings.answer_threshold)
         started = time.monotonic()  # first_token_s counts from here: the check is part of the wait
-        read = result.timings.setdefault("read", [])  # prompt tokens each call read (llm.read_entry), expansions first
+        # prompt tokens each call read (llm.read_entry), expansions first
+        read = result.timings.setdefault("read", [])
         verbatim = result.kind == "howto" and settings.steps == "source"
         section_limit = answerable.section_threshold(result.model) if limit else None
-        if verbatim and chat and section_limit:  # how-to: the model judges the section to be printed, nothing else
+        # how-to: the model judges the section to be printed, nothing else
+        if verbatim and chat and section_limit:
             for kind, data in judge.verbatim(question, guarded, choice, settings, result, screen,
                                              section_limit, read, started):
                 yield Event(kind, data)
@@ -180,11 +195,14 @@ def stream(question, prepared, settings, result, screen):
                 return
         # how-to: the chooser's first finalist, verbatim; the model only checked the sources
         section = choice.order[0] if verbatim and choice and choice.order else None
-        steps = answer.steps_answer(section + 1, guarded.sources[section].content) if section is not None else None
+        steps = (answer.steps_answer(section + 1, guarded.sources[section].content)
+                 if section is not None else None)
         if steps:
-            result.answered_by, result.prompt = "source", answerable.check_text(prefix) if chat and limit else None
+            result.answered_by, result.prompt = ("source", answerable.check_text(prefix)
+                                                 if chat and limit else None)
             result.timings["first_token_s"] = round(time.monotonic() - started, 3)
-            result.timings["read_before_first_token"] = llm.total_read(read)  # the lines shown need no answer request
+            # the lines shown need no answer request
+            result.timings["read_before_first_token"] = llm.total_read(read)
             result.text = "".join(screen.screen([steps]))
             yield Event("piece", result.text)
             return
@@ -199,13 +217,13 @@ def model_answer(settings, result, screen, chat, info, procedure, read, started)
     """The model writes the answer: its pieces as events, screened by the guard (rag/check/guard.py)
     as they stream; then the whole text, a loop kept once, and what the model read before its first
     token."""
-    from rag.models import llm
+    from rag.models import answer_stream, llm
     result.answered_by = "model"
     yield Event("prompt", result.prompt)
     pieces, llm_timings = [], {}
     max_tokens = settings.max_tokens or MAX_TOKENS[result.kind]
     prefill = answer.prefill(result.kind, procedure) if chat and info.get("prefill") else None
-    for piece in screen.screen(llm.trimmed(llm.until_loop(llm.stream_answer(
+    for piece in screen.screen(answer_stream.trimmed(answer_stream.until_loop(llm.stream_answer(
             settings.server, result.prompt, chat, max_tokens, llm_timings, api_key=settings.api_key,
             model_name=settings.llm_model_name, prefill=prefill, system=answer.SYSTEM)))):
         if not pieces:
@@ -213,9 +231,11 @@ def model_answer(settings, result, screen, chat, info, procedure, read, started)
         pieces.append(piece)
         yield Event("piece", piece)
     result.timings.update(llm_timings)
-    read.append(llm.read_entry("answer", {"timings": llm_timings}))  # without what came from llama-server's cache
+    # without what came from llama-server's cache
+    read.append(llm.read_entry("answer", {"timings": llm_timings}))
     result.timings["read_before_first_token"] = llm.total_read(read)
-    result.text = answer.cleaned(llm.without_loop("".join(pieces)))  # a loop kept once; no "…. NO_INFO", no marker
+    # a loop kept once; no "…. NO_INFO", no marker
+    result.text = answer.cleaned(answer_stream.without_loop("".join(pieces)))
 
 
 # -- the pipeline: the post's steps, one call each -------------------------------------------------
@@ -225,8 +245,8 @@ class Run:
         run = Run("Wie lege ich eine Mailbox an?", settings)
         events = itertools.chain(run.embed(), run.rank(), run.prompt(), run.ask(), run.check())
 
-    history: the conversation so far, [{"role": "user"|"assistant", "content": …}], oldest first; a
-    follow-up that leans on it is searched with the question before it, with settings.rewrite also
+    history: the conversation so far, [{"role": "user"|"assistant", "content": …}], oldest first;
+    a follow-up that leans on it is searched with the question before it, with settings.rewrite also
     rewritten by the model into a standalone question first (rag/search/expand.py)."""
 
     def __init__(self, question, settings, history=()):
@@ -236,7 +256,8 @@ class Run:
     def embed(self):
         """1. The question (and its expansions) as vectors of the index's model; no event."""
         if not self.asked:
-            raise CoreError('keine Frage angegeben – so fragen: python3 ask_rag.py "Wie lege ich eine Mailbox an?"')
+            raise CoreError('keine Frage angegeben – so fragen: python3 ask_rag.py "Wie lege ich '
+                            'eine Mailbox an?"')
         # without a history and --expand: the question as asked
         self.searched = expand.prepare_for(self.asked, self.history, self.settings)
         self.timings, self.kind = self.searched.timings, context.kind(self.searched.question)
@@ -295,6 +316,8 @@ class Run:
             r.text = self.masker.mask(r.text)  # a value the model wrote itself stays out of the log
             r.why = why.why(r)  # one line every door shows (rag/check/why.py)
         write_audit(self.settings, r, self.raw_sources, self.meta)
+        if r.refused:
+            keep_vector(self.settings, r, self.index)
         yield Event("done", r)
 
 
@@ -340,9 +363,27 @@ def write_audit(settings, result, raw_sources, meta):
         return
     path = settings.audit or audit.default_path(settings.db)
     try:
-        line = audit.entry(result, raw_sources, meta, settings.server if result.llm_called else None)
-        line["user"] = audit.pseudonym(getattr(settings.reader, "name", None), settings.audit_secret)
-        audit.append(path, audit.without_text(line) if settings.audit_no_text else line, settings.audit_days)
+        line = audit.entry(result, raw_sources, meta, settings.server if result.llm_called
+                           else None)
+        line["user"] = audit.pseudonym(getattr(settings.reader, "name", None),
+                                       settings.audit_secret)
+        audit.append(path, audit.without_text(line) if settings.audit_no_text else line,
+                     settings.audit_days)
     except OSError as exc:
-        raise CoreError(f"Audit-Log {path} nicht schreibbar ({exc.strerror}) – Pfad mit --audit/RAG_AUDIT ändern "
-                        f"oder --no-audit")
+        raise CoreError(f"Audit-Log {path} nicht schreibbar ({exc.strerror}) – Pfad mit "
+                        f"--audit/RAG_AUDIT ändern oder --no-audit")
+
+
+def keep_vector(settings, result, index):
+    """A refused question's vector, kept for the authors' report (rag/report/gaps.py groups the
+    refused questions by it), when the audit line keeps the question as it was embedded: not
+    masked, not rewritten, with text. Without write access the report embeds it later."""
+    _, meta, _, texts, vectors = index
+    if settings.audit == "" or settings.audit_no_text or vectors[0] is None:
+        return
+    if result.question != texts[0]:
+        return  # masked or rewritten: the report embeds the text the log keeps
+    try:
+        feedback.keep_vector(settings.db, meta.get("embed_model"), result.question, vectors[0])
+    except (feedback.FeedbackError, *store.database_errors()):
+        pass

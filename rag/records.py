@@ -28,25 +28,31 @@ class CoreError(Exception):
 
 @dataclasses.dataclass
 class Settings:
-    """Everything a door decides for a question; each door builds it from its own flags or request."""
+    """Everything a door decides for a question; each door builds it from its own flags or
+    request."""
     db: str = "knowledge.db"
-    model: str = dataclasses.field(default_factory=config.default_model)  # GGUF of the question embedder
+    # GGUF of the question embedder
+    model: str = dataclasses.field(default_factory=config.default_model)
     embedding_bin: str = dataclasses.field(default_factory=config.default_embedding_bin)
-    embed_via: str = "binary"  # binary: llama-embedding; server: an OpenAI-compatible /v1/embeddings
+    # binary: llama-embedding; server: an OpenAI-compatible /v1/embeddings
+    embed_via: str = "binary"
     embed_url: str = None  # for embed_via="server" (default: server)
     embed_model_name: str = None
     api_key: str = None  # sent to the model servers as a Bearer token
-    server: str = config.DEFAULT_SERVER_URL  # llama-server (or any OpenAI-compatible server) for the answer
+    # llama-server (or any OpenAI-compatible server) for the answer
+    server: str = config.DEFAULT_SERVER_URL
     llm_model_name: str = None
     prompt_format: str = "auto"  # auto | chat | completion
     max_tokens: int = None  # None: MAX_TOKENS of the question type
-    answer_threshold: float = None  # refuse when the model's P("ja, die Quellen beantworten es") is below this;
-    #                                None: measured for the answer model (rag/answer/answerable.py), if any; 0 = no check
+    # refuse when the model's P("ja, die Quellen beantworten es") is below this; None: measured
+    # for the answer model (rag/answer/answerable.py), if any; 0 = no check
+    answer_threshold: float = None
     top_k: int = TOP_K
     fact_sources: int = FACT_SOURCES
     mode: str = "hybrid"
     max_per_file: int = search.MAX_PER_FILE
-    reject_cosine: float = None  # None: stored in the index, else measured per model (rag/search/ranking.py)
+    # None: stored in the index, else measured per model (rag/search/ranking.py)
+    reject_cosine: float = None
     floor_cosine: float = None
     vector_weight: float = None
     no_floor: bool = False  # always ask the model
@@ -56,17 +62,27 @@ class Settings:
     pii_keep: tuple = ()  # values and patterns left readable (privacy.parse_keep)
     audit: str = None  # audit log path; None = next to the index; "" = no audit
     under: str = None  # only pages below this folder, e.g. "mail/"
-    ann: bool = False  # PostgreSQL: HNSW preselection, rescored exactly; False: the store decides by size
-    whole_chunks: bool = False  # the model sees every source whole (as in the post), not the parts that fit
-    steps: str = "source"  # how-to answers: "source" = the section that answers it, verbatim (rag/answer/prompt.py
+    # PostgreSQL: HNSW preselection, rescored exactly; False: the store decides by size
+    ann: bool = False
+    # the model sees every source whole (as in the post), not the parts that fit
+    whole_chunks: bool = False
+    # how-to answers: "source" = the section that answers it, verbatim (rag/answer/prompt.py
+    # steps_answer), "model" = the answer model writes the steps
+    steps: str = "source"
     #                        steps_answer), "model" = the answer model writes the steps
     guard: str = "on"  # rag/answer/guard.py: on | off (off: only to measure what the guard does)
-    expand: str = None  # rag/search/expand.py METHODS: also search what the answer model makes of the question; None: off
-    rewrite: bool = False  # rag/search/expand.py: the model rewrites a follow-up that leans on the history (--chat)
-    reader: object = None  # who asks: rag/store/access.py Reader(name, groups); None = one who reads everything
-    audit_secret: str = None  # the key of the asker's pseudonym in the audit log (RAG_AUDIT_SECRET); None: no name
+    # rag/search/expand.py METHODS: also search what the answer model makes of the question;
+    # None: off
+    expand: str = None
+    # rag/search/expand.py: the model rewrites a follow-up that leans on the history (--chat)
+    rewrite: bool = False
+    # who asks: rag/store/access.py Reader(name, groups); None = one who reads everything
+    reader: object = None
+    # the key of the asker's pseudonym in the audit log (RAG_AUDIT_SECRET); None: no name
+    audit_secret: str = None
     audit_days: int = None  # audit lines older than this many days are dropped; None: kept
-    audit_no_text: bool = False  # the audit log keeps hashes and checks, no text of question or answer
+    # the audit log keeps hashes and checks, no text of question or answer
+    audit_no_text: bool = False
 
 
 @dataclasses.dataclass
@@ -122,16 +138,17 @@ class Answer:
         """The answer as `ask_rag.py --json` prints it (and the API and MCP return it)."""
         r = self.retrieval
         return {"id": self.id, "question": self.question, "answer": self.text,
-                "weak_evidence": r.weak, "mode": r.mode, "strategy": r.strategy, "query_text": r.query_text,
-                "llm_called": self.llm_called, "coverage": round(r.coverage, 3),
+                "weak_evidence": r.weak, "mode": r.mode, "strategy": r.strategy,
+                "query_text": r.query_text, "llm_called": self.llm_called,
+                "coverage": round(r.coverage, 3),
                 "best_cosine": None if r.best_cosine is None else round(r.best_cosine, 6),
-                "scan": r.scan, "scan_processes": r.scan_processes, "scan_candidates": r.scan_candidates,
-                "under": r.under,
-                "kind": self.kind, "answered_by": self.answered_by, "answerable": self.answerable,
-                "grounding": self.grounding,
-                "citations": self.citations, "evidence": self.evidence, "support": self.support,
-                "unsupported": self.unsupported, "guard": self.guard, "sources": [s.as_json() for s in r.sources],
-                "timings": self.timings, "see_also": self.see_also, "why": self.why,
+                "scan": r.scan, "scan_processes": r.scan_processes,
+                "scan_candidates": r.scan_candidates, "under": r.under, "kind": self.kind,
+                "answered_by": self.answered_by, "answerable": self.answerable,
+                "grounding": self.grounding, "citations": self.citations, "evidence": self.evidence,
+                "support": self.support, "unsupported": self.unsupported, "guard": self.guard,
+                "sources": [s.as_json() for s in r.sources], "timings": self.timings,
+                "see_also": self.see_also, "why": self.why,
                 "verdicts": [c.as_json() for c in self.checks], **expand.json_field(self.searched)}
 
 

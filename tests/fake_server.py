@@ -10,7 +10,7 @@ when the model has none), and POST /v1/completions and /v1/chat/completions stre
 Server-Sent Events over chunked HTTP/1.1: one `data: {…}` event per piece, a last chunk with
 finish_reason "stop" and "timings", then `data: [DONE]`.
 
-mode   ok          the answer, as above
+mode   ok          the answer, as above (answer_for: a function of the request's body picks it)
        error       half the answer, then `data: {"error": {"code": 500, …}}` (as llama-server)
        error-event half the answer, then `error: {"code": 500, …}` (as older llama-server builds)
        no-done     the whole answer, the stream ends cleanly but without `data: [DONE]`
@@ -88,8 +88,9 @@ class LocalServer:
 
 class FakeLlamaServer(LocalServer):
     def __init__(self, answer=("Mit cyradm", " [1]."), mode="ok", health=200, template=FALLBACK_TEMPLATE, p_yes=0.9,
-                 replies=("[]",), cached=0, timings=True):
+                 replies=("[]",), cached=0, timings=True, answer_for=None):
         self.answer, self.mode, self.health, self.template = list(answer), mode, health, template
+        self.answer_for = answer_for  # body -> the pieces of this request's answer (else `answer`)
         self.cached, self.timings = cached, timings  # tokens served from the "prompt cache"; False: no timings
         self.p_yes, self.replies = p_yes, list(replies)
         self.requests = []  # {"method", "path", "body"} in arrival order
@@ -195,7 +196,8 @@ def make_handler(fake):
             self.send_header("Content-Type", "text/event-stream")
             self.send_header("Transfer-Encoding", "chunked")
             self.end_headers()
-            pieces = fake.answer if fake.mode in ("ok", "no-done") else fake.answer[:max(1, len(fake.answer) // 2)]
+            answer = fake.answer_for(body) if fake.answer_for else fake.answer
+            pieces = answer if fake.mode in ("ok", "no-done") else answer[:max(1, len(answer) // 2)]
             if chat:
                 self.send_event({"choices": [{"finish_reason": None, "index": 0,
                                               "delta": {"role": "assistant", "content": None}}]})

@@ -8,7 +8,7 @@ from rag.answer import answerable
 from rag.answer import choose
 from rag.answer import context
 from rag.answer import prompt as answer
-from rag.models import llm
+from rag.models import answer_stream
 from rag.search.ranking import Source
 from rag.text import german, sentences, units
 
@@ -163,9 +163,9 @@ def test_steps_answer_is_the_section_verbatim_a_unit_a_line():
 
 def test_prefill_is_sent_once_whether_or_not_the_server_repeats_it():
     start = "Laut Quelle [2]:\n1."
-    assert "".join(llm.with_prefill(["Laut Quelle", " [2]:\n1.", " SSH"], start)) == start + " SSH"
-    assert "".join(llm.with_prefill([" SSH", " an"], start)) == start + " SSH an"
-    assert "".join(llm.with_prefill([], start)) == ""
+    assert "".join(answer_stream.with_prefill(["Laut Quelle", " [2]:\n1.", " SSH"], start)) == start + " SSH"
+    assert "".join(answer_stream.with_prefill([" SSH", " an"], start)) == start + " SSH an"
+    assert "".join(answer_stream.with_prefill([], start)) == ""
 
 
 def test_share_yes_reads_yes_and_no_spellings():

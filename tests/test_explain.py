@@ -10,6 +10,7 @@ from rag.check import grounding, guard, support
 from rag.check.record import Check
 from rag.doors import explain
 from rag.records import FACT_SOURCES, TOP_K
+from rag.report import clusters
 from rag.search import ranking
 
 
@@ -32,6 +33,8 @@ def test_the_modules_read_their_numbers_from_the_table():
     assert judge.EXCERPT == value("judge.EXCERPT")
     assert (TOP_K, FACT_SOURCES) == (value("records.TOP_K"), value("records.FACT_SOURCES"))
     assert ranking.MEASURED == {m: n.value for m, n in tuned.EMBED_MODELS.items()}
+    assert clusters.THRESHOLDS == value("clusters.THRESHOLDS")
+    assert clusters.THRESHOLD == value("clusters.THRESHOLD")
     for model, number in tuned.ANSWER_MODELS.items():
         assert answerable.threshold(model) == number.value["threshold"]
         assert answerable.section_threshold(model) == number.value["section_threshold"]

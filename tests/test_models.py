@@ -16,7 +16,7 @@ from fake_server import LocalServer
 from rag.models import embed_server
 from rag.models import embedding
 from rag.models import http
-from rag.models import llm
+from rag.models import answer_stream, llm
 from rag.store import vectors
 from timeouts import WAIT
 
@@ -181,13 +181,13 @@ def test_an_answer_that_repeats_itself_is_ended_and_its_stream_closed():
         finally:
             closed.append(True)
 
-    text = "".join(llm.until_loop(looping()))
+    text = "".join(answer_stream.until_loop(looping()))
     assert text.count("einschließlich aller Anhänge") == 3 and closed == [True]
     steps = ["1. `cm user/a`\n", "2. `sq user/a 100`\n", "3. `lq user/a`\n", "| - | - | - | - |"]
-    assert list(llm.until_loop(iter(steps))) == steps  # different steps, and a row of dashes, are no loop
+    assert list(answer_stream.until_loop(iter(steps))) == steps  # different steps, and a row of dashes, are no loop
     # what the page, the API and the log keep: the phrase once
-    assert llm.without_loop(text) == "Ein Postfach darf 25 MB groß sein, einschließlich aller Anhänge"
-    assert llm.without_loop("".join(steps)) == "".join(steps)
+    assert answer_stream.without_loop(text) == "Ein Postfach darf 25 MB groß sein, einschließlich aller Anhänge"
+    assert answer_stream.without_loop("".join(steps)) == "".join(steps)
 
 
 def test_warm_lets_the_server_read_the_system_message_and_never_fails():

@@ -117,13 +117,32 @@ def test_footnotes_carry_the_guard_lines_as_the_terminal_shows_them():
     assert "Zurückgehalten" not in openai_api.footnotes({**result, "guard": {"removed": [], "withheld": []}})
 
 
-@pytest.mark.parametrize("text, words", [("Mit cm [1].", "Siehe auch: "), ("Dazu habe ich keine Information.", "Vielleicht hilft: ")])
-def test_footnotes_name_the_runners_up_before_the_sources(text, words):
-    result = {"answer": text, "llm_called": True, "sources": [{"path": "mail/a.md", "heading": "A"},
+@pytest.mark.parametrize("text, refused, words", [("Mit cm [1].", False, "Siehe auch: "),
+                                                  ("Dazu habe ich keine Information.", True, "Vielleicht hilft: ")])
+def test_footnotes_name_the_runners_up_before_the_sources(text, refused, words):
+    result = {"answer": text, "no_info": refused, "llm_called": True,
+              "sources": [{"path": "mail/a.md", "heading": "A"},
                                                               {"path": "mail/b.md", "heading": "B › C"}],
               "see_also": [{"n": 2, "path": "mail/b.md", "heading": "B › C"}]}
     assert openai_api.footnotes(result).startswith(f"\n\n{words}[2] mail/b.md › B › C\n\nQuellen:\n- [1] mail/a.md › A\n")
     assert openai_api.footnotes({**result, "see_also": []}).startswith("\n\nQuellen:\n")  # none: no line
+
+
+def test_a_refused_answer_carries_no_citation_evidence_or_fact_lines():
+    """The core decides the refusal (its "no_info" and "why"), not the answer's text: a fact answer
+    withdrawn after the model wrote it keeps no "(zitiert)", "Zitate:", evidence or fact marks."""
+    result = {"answer": "Dazu habe ich keine Information.", "no_info": True, "llm_called": True,
+              "why": "zurückgezogen: die Zahl steht in keiner Quelle",
+              "sources": [{"path": "mail/a.md", "heading": "A"}],
+              "citations": {"cited": [1], "valid": [1], "unknown": []},
+              "evidence": [{"n": 1, "text": "Die Quota ist 2 GB."}],
+              "support": [{"text": "2 GB", "cited": [1], "supported_by": [1], "verdict": "gestützt"}],
+              "unsupported": ["5 GB"]}
+    text = openai_api.footnotes(result)
+    assert text == "\n(zurückgezogen: die Zahl steht in keiner Quelle)\n\nQuellen:\n- [1] mail/a.md › A"
+    answered = openai_api.footnotes({**result, "answer": "Die Quota ist 5 GB [1].", "no_info": False})
+    assert "(zitiert)" in answered and "Zitate: " in answered and "Beleg [1]" in answered
+    assert "Nicht in den Quellen: 5 GB" in answered
 
 
 def test_with_rewrite_a_follow_up_is_rewritten_and_shown_before_the_answer(fake_embedding, small_wiki):

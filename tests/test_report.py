@@ -238,6 +238,28 @@ def test_both_stores_give_the_same_report(tmp_path, fake_embedding, pg_server):
     assert reports[0]["upvotes"] == 1
 
 
+def test_a_refused_question_keeps_its_vector_and_the_report_embeds_it_no_more(indexed, tmp_path):
+    """The question's vector is made when it is asked; the first report reuses it (a masked or a
+    rewritten question keeps none: the log has another text than the one embedded)."""
+    wiki, env = indexed
+    log, prompts = tmp_path / "audit.jsonl", tmp_path / "prompts.jsonl"
+    env = {**env, "RAG_AUDIT": str(log)}
+    plain = [q for _, q in WALK[:4]]
+    masked = "VPN-Zugang für IBAN DE89 3704 0044 0532 0130 00?"
+    with FakeLlamaServer(answer=[NO_INFO]) as fake:
+        for question in plain + [masked]:
+            ok(run_script("ask_rag.py", question, env={**env, "LLAMA_SERVER_URL": fake.url}))
+    kept = feedback.recall(env["RAG_DB"], [feedback.vector_key("fake-model.gguf", q)
+                                           for q in plain + [masked]])
+    assert len(kept) == len(plain)  # the masked question's text in the log is not what was embedded
+    with_prompts = {**env, "FAKE_EMBED_PROMPTS": str(prompts)}
+    report = json.loads(ok(run_script("ask_rag.py", "--report", "--json", "--wiki", wiki,
+                                      env=with_prompts)).stdout)
+    assert report["refused"] == 5
+    embedded = prompts.read_text(encoding="utf-8")
+    assert not any(q in embedded for q in plain) and "[IBAN 1]" in embedded
+
+
 # -- the walk of a new user, through --serve, on both stores ---------------------------------------
 def users_file(tmp_path):
     """users.toml with the four users; returns (path, {name: key})."""

@@ -16,7 +16,7 @@ import requests
 from conftest import assert_one_error_line, run_script, write_wiki
 from fake_server import GEMMA_TEMPLATE, FakeLlamaServer
 from rag import core
-from rag.doors import gate, web
+from rag.doors import gate, pages, web
 from rag.store import users
 from serving import Serving, sse_events
 from timeouts import REQUEST, WAIT, wait_for
@@ -49,10 +49,19 @@ def test_page_is_one_file_with_nothing_external_and_a_strict_policy(env):
     assert "innerHTML" not in page and "insertAdjacentHTML" not in page and "document.write" not in page
     policy = response.headers["Content-Security-Policy"]
     assert "default-src 'none'" in policy and "'unsafe-inline'" not in policy and "connect-src 'self'" in policy
-    assert policy == web.csp(page)  # the hashes of exactly this page's script and style
+    assert policy == pages.csp(page)  # the hashes of exactly this page's script and style
     assert "function renderMarkdown(" in page and "<!-- markdown.js -->" not in page  # put in
     assert '<p id="siehe-auch" class="hidden"></p>' in page  # the runners-up under the answer, each a link that
     assert '"Vielleicht hilft: " : "Siehe auch: "' in page and "openSource(e.n)" in page  # opens its source
+
+
+def test_both_pages_load_the_one_dom_helper_script():
+    """page.html and bericht.html share $, el and clear from dom.js, put in by the server."""
+    for page in (pages.PAGE, pages.REPORT_PAGE):
+        text = pages.page_text(page)
+        assert not re.search(r"^<!-- [a-z]+\.js -->$", text, re.M)  # every script named is put in
+        assert text.count("function el(") == 1 and text.count("const $ = ") == 1, page.name
+        assert text.index("function el(") < text.index('"use strict";\n// Every text')
 
 
 def test_serve_lets_the_answer_server_read_the_system_message_once_at_start(env):

@@ -27,19 +27,23 @@ from rag.models import http, llm
 
 CHECK = "Beantworten die Quellen diese Frage ausdrücklich? Antworte nur mit ja oder nein."
 TOP = 10  # alternatives of the first token looked at
-YES, NO = ("ja", "yes"), ("nein", "ne", "no")  # first-token spellings, folded (" Ja" -> "ja", "Ne"+"in" -> "ne")
+# first-token spellings, folded (" Ja" -> "ja", "Ne"+"in" -> "ne")
+YES, NO = ("ja", "yes"), ("nein", "ne", "no")
 SHIPPED = {model: {**number.value, "command": number.command, "set": number.sets,
                     "measured_at": number.commit, "figures": number.figures}
            for model, number in tuned.ANSWER_MODELS.items()}  # per answer model (rag/tuned.toml)
-STORED = "answerable.json"  # new measurements of `evaluate.py --answerable --tune --store`, in the cache dir
-#        (rag/config.py cache_dir) or a path given; the set, the command and the numbers stand next to the threshold
-DEFAULT_THRESHOLD = None  # no measured value for this model: no check (it would cost a prompt pass for nothing)
+# new measurements of `evaluate.py --answerable --tune --store`, in the cache dir (rag/config.py
+# cache_dir) or a path given; the set, the command and the numbers stand next to the threshold
+STORED = "answerable.json"
+# no measured value for this model: no check (it would cost a prompt pass for nothing)
+DEFAULT_THRESHOLD = None
 
 
 def check_messages(prefix):
     """The chat messages of the check: the answer's prefix plus CHECK.
 
-    Example: prefix SYSTEM + "\\n\\nQuellen … Frage: x" -> [system, user "Quellen … Frage: x\\nBeantworten …"]
+    Example: prefix SYSTEM + "\\n\\nQuellen … Frage: x"
+             -> [system, user "Quellen … Frage: x\\nBeantworten …"]
     """
     return answer.split_chat(check_text(prefix), answer.SYSTEM)
 
@@ -65,8 +69,9 @@ def share_yes(top_logprobs):
 
 
 def p_yes(url, prefix, api_key=None, model_name=None, seed=0, read=None):
-    """The model's share of "ja" for the check over `prefix`, or None when the server gives no logprobs.
-    `read` (a list): gets {"call": "check", "prompt_n": …} (rag/models/llm.py read_entry), what the check read."""
+    """The model's share of "ja" for the check over `prefix`, or None when the server gives no
+    logprobs. `read` (a list): gets {"call": "check", "prompt_n": …} (rag/models/llm.py
+    read_entry), what the check read."""
     body = {"messages": check_messages(prefix), "max_tokens": 1, "temperature": 0.0, "seed": seed,
             "logprobs": True, "top_logprobs": TOP, "cache_prompt": True, "stream": False}
     if model_name:
@@ -98,7 +103,8 @@ def refuses(prefix, settings, result, limit, read, started):
     result.answerable = {"p_yes": None if p is None else round(p, 4), "threshold": limit,
                          "refused": no}
     if no:
-        result.text, result.timings["read_before_first_token"] = answer.NO_INFO, llm.total_read(read)
+        (result.text,
+         result.timings["read_before_first_token"]) = answer.NO_INFO, llm.total_read(read)
     return no
 
 
@@ -126,18 +132,21 @@ def measured(path=None):
 
 
 def threshold(model, path=None):
-    """The refusal threshold measured for an answer model (its file or server name), else DEFAULT_THRESHOLD."""
+    """The refusal threshold measured for an answer model (its file or server name), else
+    DEFAULT_THRESHOLD."""
     return measured(path).get(model or "", {}).get("threshold", DEFAULT_THRESHOLD)
 
 
 def section_threshold(model, path=None):
-    """The threshold of the how-to check over one section (rag/answer/judge.py), measured per answer model by
-    `evaluate.py --judge --tune`; without one the check over the sources (threshold()) decides as before."""
+    """The threshold of the how-to check over one section (rag/answer/judge.py), measured per answer
+    model by `evaluate.py --judge --tune`; without one the check over the sources (threshold())
+    decides as before."""
     return measured(path).get(model or "", {}).get("section_threshold")
 
 
 def store(model, entry, path=None):
-    """Write the measured entry of one answer model into stored_path(path) (its other models stay); the path.
+    """Write the measured entry of one answer model into stored_path(path) (its other models stay);
+    the path.
 
     Example: store("qwen2.5-1.5b", {"threshold": 0.3}) -> ~/.cache/rag-ohne-magie/answerable.json
     """
@@ -145,5 +154,6 @@ def store(model, entry, path=None):
     table = read_table(target)
     table[model] = entry
     target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(json.dumps(table, ensure_ascii=False, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    target.write_text(json.dumps(table, ensure_ascii=False, indent=2, sort_keys=True) + "\n",
+                      encoding="utf-8")
     return target

@@ -2,10 +2,12 @@
 needs of it.
 
     sources: [1] vpn.md › VPN (cosine 0.91, "Siehe [Anleitung](vpn-client.md)."),
-             [2] vpn.md › VPN › Client einrichten (cosine 0.90, "1. Client laden …\\n2. Anmelden …")
+             [2] vpn.md › VPN › Client einrichten
+                 (cosine 0.90, "1. Client laden …\\n2. Anmelden …")
     choice = choose(sources, terms, weights, vocab)
     choice.order      -> [1]   positions, one per section, best first, a pointer last (FINALISTS)
-    choice.rows       -> [Signals(rank=1.0, cosine=0.0, …, pointer=1, role=0), Signals(rank=0.5, …)]
+    choice.rows       -> [Signals(rank=1.0, cosine=0.0, …, pointer=1, role=0),
+                          Signals(rank=0.5, …)]
     choice.procedure  -> 1     what the model sees whole when it writes the steps (--steps model)
 
 choice.order[0] is the section a how-to answer prints verbatim (rag/answer/prompt.py steps_answer);
@@ -14,7 +16,8 @@ prints choice.rows; `evaluate.py --sections` measures choice.order[0] on the ans
 
 Signals of the source at position n (0-based) of the fused ranking:
   rank       1 / (n + 1)
-  cosine     its cosine minus the best cosine among the sources (0 for the closest; 0 without cosines)
+  cosine     its cosine minus the best cosine among the sources (0 for the closest; 0 without
+             cosines)
   heading    IDF-weighted share of the question's content words in its heading path (context.score)
   shape      1 for a procedure's shape: numbered steps, a code block, bullets (rag/text/units.py)
   substance  characters that are not a link, a heading or a note label, as a share of SUBSTANCE_FULL
@@ -22,9 +25,9 @@ Signals of the source at position n (0-based) of the fused ranking:
   intro      1 for a page's opening chunk (is_intro)
   pointer    1 for a section that mostly points elsewhere: a link or "siehe …" and under
              POINTER_CHARS else
-  role       what its own heading says it is, in a page of the kind "Problem / Ursache / Lösung": 1 for a
-             solution ("Lösung", "Behebung", "Abhilfe", "Workaround"), -1 for the problem ("Problem",
-             "Symptome", "Fehlermeldungen", "Ursache"); 0 else (rag/text/roles.py)
+  role       what its own heading says it is, in a page of the kind "Problem / Ursache / Lösung": 1
+             for a solution ("Lösung", "Behebung", "Abhilfe", "Workaround"), -1 for the problem
+             ("Problem", "Symptome", "Fehlermeldungen", "Ursache"); 0 else (rag/text/roles.py)
 Score: the sum of WEIGHTS × signals. Order: one source per section (path, heading), a pointer after
 every other, then the higher score, ties to the better rank; at most FINALISTS.
 
@@ -44,7 +47,8 @@ from rag.ingest import markup
 from rag.text import roles
 from rag.text.units import is_procedure, shaped
 
-Signals = namedtuple("Signals", "rank cosine heading shape substance intro pointer role", defaults=(0,))
+Signals = namedtuple("Signals", "rank cosine heading shape substance intro pointer role",
+                     defaults=(0,))
 Choice = namedtuple("Choice", "order rows procedure")  # see the module docstring
 
 # The numbers, with where each comes from (the grid, the sets, the figures): rag/tuned.py.
@@ -58,30 +62,38 @@ PROCEDURE_MAX = tuned.value("choose.PROCEDURE_MAX")
 SUBSTANCE_FULL = tuned.value("choose.SUBSTANCE_FULL")  # own characters worth a whole section
 POINTER_CHARS = tuned.value("choose.POINTER_CHARS")  # a link or "siehe" and fewer own characters
 
-LINK = re.compile(r"!?\[([^\]]*)\]\([^)]*\)|<https?://[^>]*>|https?://\S+")  # Markdown links, images, bare URLs
+# Markdown links, images, bare URLs
+LINK = re.compile(r"!?\[([^\]]*)\]\([^)]*\)|<https?://[^>]*>|https?://\S+")
 SEE = re.compile(r"\b(?:siehe|s\.|vgl\.|mehr\s+dazu|weitere\s+informationen|see)\b", re.I)
 LABEL_LINE = re.compile(rf"^\s*(?:{'|'.join(markup.NOTE_LABELS)})\s*:.{{0,60}}$")
 HEADING_LINE = re.compile(r"^\s*#{1,6}\s")
 
 
 def substance(content):
-    """Characters of a section's own text: without links (their words too), heading lines, note label lines
-    and whitespace. Example: "Hinweis:\\nSiehe [Anleitung](a.md).\\n1. `vpn up`" -> 15 ("Siehe.1.`vpnup`")"""
-    lines = [line for line in content.split("\n") if not HEADING_LINE.match(line) and not LABEL_LINE.match(line)]
+    """Characters of a section's own text: without links (their words too), heading lines, note
+    label lines and whitespace.
+    Example: "Hinweis:\\nSiehe [Anleitung](a.md).\\n1. `vpn up`" -> 15 ("Siehe.1.`vpnup`")"""
+    lines = [line for line in content.split("\n") if not HEADING_LINE.match(line)
+             and not LABEL_LINE.match(line)]
     return len("".join(LINK.sub("", "\n".join(lines)).split()))
 
 
 def is_pointer(content):
-    """A section that mostly points elsewhere: a link or "siehe …", and under POINTER_CHARS of its own text.
-    Example: "Siehe [Einrichtung](vpn-client.md)." -> True; "1. Client laden.\\n2. Anmelden." -> False"""
-    return bool(LINK.search(content) or SEE.search(content)) and substance(SEE.sub("", content)) < POINTER_CHARS
+    """A section that mostly points elsewhere: a link or "siehe …", and under POINTER_CHARS of its
+    own text.
+    Example: "Siehe [Einrichtung](vpn-client.md)." -> True;
+             "1. Client laden.\\n2. Anmelden." -> False"""
+    return (bool(LINK.search(content) or SEE.search(content))
+            and substance(SEE.sub("", content)) < POINTER_CHARS)
 
 
 def signals(source, n, top_cosine, terms, weights, vocab):
-    """The Signals of `source` at position n (0-based); top_cosine: the best cosine among the sources or None."""
+    """The Signals of `source` at position n (0-based); top_cosine: the best cosine among the
+    sources or None."""
     cosine = 0.0 if source.cosine is None or top_cosine is None else source.cosine - top_cosine
     return Signals(rank=1.0 / (n + 1), cosine=cosine,
-                   heading=context.score(source.heading or "", terms, weights, vocab) if terms else 0.0,
+                   heading=context.score(source.heading or "", terms, weights, vocab) if terms
+                   else 0.0,
                    shape=int(shaped(source.content)),
                    substance=min(1.0, substance(source.content) / SUBSTANCE_FULL),
                    intro=int(is_intro(source)), pointer=int(is_pointer(source.content)),
@@ -96,7 +108,8 @@ def table(sources, terms, weights, vocab):
 
 
 def score(row, weights=WEIGHTS):
-    """The weighted sum of one Signals row. Example: Signals(1, 0, 0, 1, 0, 0, 0) with WEIGHTS -> 0.03 (rank 0.02 + shape 0.01)"""
+    """The weighted sum of one Signals row.
+    Example: Signals(1, 0, 0, 1, 0, 0, 0) with WEIGHTS -> 0.03 (rank 0.02 + shape 0.01)"""
     return sum(w * x for w, x in zip(weights, row))
 
 
@@ -134,13 +147,16 @@ def finalists(sources, rows, limit=FINALISTS, weights=WEIGHTS):
 
 
 def procedure(sources, terms, weights, vocab):
-    """Index of the how-to source the model sees whole (--steps model): a procedure, most of the question
-    covered, then the best rank; None if no source is a procedure. Ties keep the earlier source."""
+    """Index of the how-to source the model sees whole (--steps model): a procedure, most of the
+    question covered, then the best rank; None if no source is a procedure. Ties keep the earlier
+    source."""
     candidates = [(-context.score(f"{s.heading}\n{s.content}", terms, weights, vocab), n)
-                  for n, s in enumerate(sources) if is_procedure(s.content) and len(s.content) <= PROCEDURE_MAX]
+                  for n, s in enumerate(sources) if is_procedure(s.content)
+                  and len(s.content) <= PROCEDURE_MAX]
     return min(candidates)[1] if candidates else None
 
 
 def is_intro(source):
-    """A page's opening chunk (its heading path is the page title alone); it mostly points to the sections below."""
+    """A page's opening chunk (its heading path is the page title alone); it mostly points to the
+    sections below."""
     return "›" not in (source.heading or "")

@@ -4,7 +4,8 @@ accepts is printed.
 
     choice = choose.choose(sources, terms, weights, vocab)   # rag/answer/choose.py: order [2, 0, 3]
     section_prefix("Wie lege ich eine Mailbox an?", sources[2])
-    -> SYSTEM + "<<<QUELLE [1]: mail.md › Cyrus › Mailbox anlegen>>>\\n1. Per SSH …\\n<<<ENDE …"
+    -> SYSTEM
+       + "<<<QUELLE [1]: mail.md › Cyrus › Mailbox anlegen>>>\\n1. Per SSH …\\n<<<ENDE …"
     pick(sources, choice.order, ask_p, threshold=0.5)   # ask_p(source): P("ja") of section_prefix
     -> Verdict(chosen=2, judged=[{"n": 3, "p_yes": 0.93}], refused=False)
 
@@ -27,12 +28,14 @@ from rag.answer import prompt as answer
 
 EXCERPT = tuned.value("judge.EXCERPT")  # characters of a finalist the model reads (~150 tokens)
 
-Verdict = namedtuple("Verdict", "chosen judged refused")  # chosen: source position or None; judged: [{"n", "p_yes"}]
+# chosen: source position or None; judged: [{"n", "p_yes"}]
+Verdict = namedtuple("Verdict", "chosen judged refused")
 
 
 def excerpt(content, limit=EXCERPT):
-    """The section's first lines up to `limit` characters, cut at a line end (a first line longer than that is
-    cut at a word). Example: excerpt("1. A\\n2. B\\n3. C", 9) -> "1. A\\n2. B" """
+    """The section's first lines up to `limit` characters, cut at a line end (a first line longer
+    than that is cut at a word).
+    Example: excerpt("1. A\\n2. B\\n3. C", 9) -> "1. A\\n2. B" """
     content = content.strip()
     if len(content) <= limit:
         return content
@@ -43,14 +46,16 @@ def excerpt(content, limit=EXCERPT):
 
 
 def section_prefix(question, source, chat=True):
-    """The check's prefix for one finalist: the answer's system message, the finalist as source [1] (heading
-    path and excerpt), the question (rag/answer/answerable.py check_text adds the yes/no question)."""
+    """The check's prefix for one finalist: the answer's system message, the finalist as source [1]
+    (heading path and excerpt), the question (rag/answer/answerable.py check_text adds the yes/no
+    question)."""
     return answer.context_part(question, [source], chat, [excerpt(source.content)])
 
 
 def pick(sources, order, ask_p, threshold):
     """Judge the finalists (the chooser's order: rag/answer/choose.py) in turn; the first with
-    P(ja) ≥ threshold is chosen. Without a threshold (None/0) or an answer without logprobs (None),
+    P(ja) ≥ threshold is chosen. Without a threshold (None/0) or an answer without logprobs
+    (None),
     the chooser's first finalist stands. ask_p(source) -> P or None."""
     if not order:
         return Verdict(None, [], False)
@@ -66,9 +71,11 @@ def pick(sources, order, ask_p, threshold):
 
 
 def as_answerable(verdict, threshold):
-    """What the Answer keeps of a verdict (`--json` "answerable"): the first P(ja) and every finalist's.
+    """What the Answer keeps of a verdict (`--json` "answerable"): the first P(ja) and every
+    finalist's.
     Example: Verdict(None, [{"n": 2, "p_yes": 0.1}], True), 0.5
-             -> {"p_yes": 0.1, "threshold": 0.5, "refused": True, "judged": [{"n": 2, "p_yes": 0.1}], "on": "section"}"""
+             -> {"p_yes": 0.1, "threshold": 0.5, "refused": True,
+                 "judged": [{"n": 2, "p_yes": 0.1}], "on": "section"}"""
     return {"p_yes": verdict.judged[0]["p_yes"] if verdict.judged else None, "threshold": threshold,
             "refused": verdict.refused, "judged": verdict.judged, "on": "section"}
 
@@ -82,15 +89,19 @@ def verbatim(question, guarded, choice, settings, result, screen, limit, read, s
     from rag.models import llm
     yield "asking", "section"
     verdict = pick(guarded.sources, choice.order,
-                   lambda s: answerable.p_yes(settings.server, section_prefix(question, s), settings.api_key,
-                                              settings.llm_model_name, read=read), limit)
+                   lambda s: answerable.p_yes(settings.server, section_prefix(question, s),
+                                              settings.api_key, settings.llm_model_name,
+                                              read=read),
+                   limit)
     result.answerable = as_answerable(verdict, limit)
-    result.timings.update(check_s=round(time.monotonic() - started, 3), read_before_first_token=llm.total_read(read))
+    result.timings.update(check_s=round(time.monotonic() - started, 3),
+                          read_before_first_token=llm.total_read(read))
     if verdict.refused:
         result.text = answer.NO_INFO
         return
     source = guarded.sources[verdict.chosen]
-    result.answered_by, result.prompt = "source", answerable.check_text(section_prefix(question, source))
+    result.answered_by, result.prompt = ("source",
+                                         answerable.check_text(section_prefix(question, source)))
     result.timings["first_token_s"] = round(time.monotonic() - started, 3)
     shown = answer.steps_answer(verdict.chosen + 1, source.content) or answer.NO_INFO
     result.text = "".join(screen.screen([shown]))

@@ -1,4 +1,5 @@
-"""Votes on answers: 👍 or 👎 and an optional comment, keyed by the answer's id, beside the index.
+"""Votes on answers: 👍 or 👎 and an optional comment, keyed by the answer's id, beside the
+index.
 
     record = find("knowledge.audit.jsonl", "a-3f9c0e5d7b1a2c4e")   # its audit line, or None
     rate("knowledge.db", record, -1, "Die Quota stimmt nicht")
@@ -24,6 +25,7 @@ on the same answer replaces the first.
 Does not handle: votes without the audit log (--no-audit: the id is known nowhere), several votes
 per answer.
 """
+import base64
 import json
 import mmap
 import os
@@ -31,7 +33,9 @@ import sqlite3
 import threading
 from datetime import datetime, timedelta, timezone
 
+from rag.audit import log as audit
 from rag.store import is_postgres
+from rag.store.vectors import pack
 
 SCHEMA = "rag_feedback"  # PostgreSQL: the votes' own schema, next to the index's `rag`
 TABLES = ("""CREATE TABLE IF NOT EXISTS votes (id text PRIMARY KEY, voted_at text NOT NULL,
@@ -277,6 +281,28 @@ def remember(db, kind, state, values, only=None):
         gone = sorted(older | set(values))
         table.write(*[("DELETE FROM kept WHERE key = ?", (k,)) for k in gone],
                     *[("INSERT INTO kept VALUES (?, ?, ?)", row) for row in new])
+    finally:
+        table.close()
+
+
+def vector_key(model, question):
+    """Where a question's vector is kept for the report (rag/report/gaps.py vectors).
+
+    Example: ("e5.gguf", "Kantine?") -> "vectors:e5.gguf:" + sha256 of "Kantine?"
+    """
+    return f"vectors:{model}:{audit.sha256(question)}"
+
+
+def keep_vector(db, model, question, vector):
+    """Keep the vector of a refused question, made when it was asked, under vector_key: the report
+    groups it without embedding it again. The next report drops it when its audit line is gone, as
+    every kept vector (gaps.vectors); --forget drops all of them."""
+    key = vector_key(model, question)
+    value = json.dumps(base64.b64encode(pack(vector)).decode())
+    table = Table(db, create=True)
+    try:
+        table.write(("DELETE FROM kept WHERE key = ?", (key,)),
+                    ("INSERT INTO kept VALUES (?, ?, ?)", (key, model, value)))
     finally:
         table.close()
 

@@ -21,14 +21,16 @@ def describe_citations(citations):
     """
     if not citations["cited"]:
         return "Keine Quelle genannt"
-    line = ", ".join(f"[{c}]" for c in citations["valid"]) + " gültig" if citations["valid"] else "keine gültig"
+    line = (", ".join(f"[{c}]" for c in citations["valid"]) + " gültig" if citations["valid"]
+            else "keine gültig")
     if citations["unknown"]:
         line += "; unbekannt: " + ", ".join(f"[{c}]" for c in citations["unknown"])
     return line
 
 
 def check_citations(answer, n_sources):
-    """Which [n] the answer cites, which exist (1…n_sources) and which do not; integers, sorted."""
+    """Which [n] the answer cites, which exist (1…n_sources) and which do not; integers,
+    sorted."""
     cited = set()
     for group in CITATION.findall(answer):
         cited.update(int(x) for x in re.split(r"\s*[,;]\s*", group))

@@ -1,99 +1,58 @@
-"""An answer's facts (numbers, dates, amounts, times, §, names with digits, commands) with their keys.
+"""An answer's facts (numbers, dates, amounts, times, §, names with digits, commands) with their
+keys.
 
     claims("Die Frist beträgt 14 Tage [1], ab dem 1. März 2025.")
     -> [Claim(start=18, text="14 Tage", kind="quantity", needs=(("dur:1209600",),)),
         Claim(start=38, text="1. März 2025", kind="date", needs=(("date:2025-3-1",),))]
 
+The numbers, units and dates are read into keys by rag/check/quantities.py;
 rag/check/factcheck.py looks the keys up in the sources. Does not handle: number words above 99
 ("zweihundert"), facts without a digit, number word, § or backticks (names, hosts without digits).
 """
 import re
 from dataclasses import dataclass
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 
 from rag.check.citations import CITATION
+from rag.check.quantities import (ARTICLES, CONVERTIBLE, HALVES, MULTIPLIERS, ONE_AND_A_HALF,
+                                  date_key, full_year, norm, number_value, quantity_keys, unit_of,
+                                  valid_date, word_value)
 from rag.text.german import MONTHS, fold
 
-# -- what counts as a number, a unit, a month ------------------------------------------------------
-NUMBER_WORDS = {  # folded German number words -> value; "ein/eine…" only before a unit (ARTICLES)
-    "null": 0, "eins": 1, "zwei": 2, "zwo": 2, "drei": 3, "vier": 4, "fuenf": 5, "sechs": 6, "sieben": 7,
-    "acht": 8, "neun": 9, "zehn": 10, "elf": 11, "zwoelf": 12, "dreizehn": 13, "vierzehn": 14,
-    "fuenfzehn": 15, "sechzehn": 16, "siebzehn": 17, "achtzehn": 18, "neunzehn": 19, "zwanzig": 20,
-    "dreissig": 30, "vierzig": 40, "fuenfzig": 50, "sechzig": 60, "siebzig": 70, "achtzig": 80,
-    "neunzig": 90, "hundert": 100, "einhundert": 100, "tausend": 1000, "eintausend": 1000,
-}
-ONES = {"ein": 1, "zwei": 2, "drei": 3, "vier": 4, "fuenf": 5, "sechs": 6, "sieben": 7, "acht": 8, "neun": 9}
-TENS = {"zwanzig": 20, "dreissig": 30, "vierzig": 40, "fuenfzig": 50, "sechzig": 60, "siebzig": 70,
-        "achtzig": 80, "neunzig": 90}
-ARTICLES = {"ein", "eine", "einen", "einem", "einer", "eines"}  # "einem Monat" = 1 Monat
-HALVES = {"halb", "halbe", "halben", "halber", "halbes"}  # "eine halbe Stunde" = 0.5 Stunden
-ONE_AND_A_HALF = {"anderthalb", "eineinhalb"}
-GENERIC = {"ding", "dinge", "weg", "wege", "moeglichkeit", "moeglichkeiten", "schritt", "schritte", "schritten",
-           "punkt", "punkte", "variante", "varianten", "option", "optionen", "fall", "faelle", "faellen", "art",
-           "arten", "grund", "gruende", "seite", "seiten"}  # "zwei Wege": how an answer counts its own parts
-
-
-def inflect(stems, endings):
-    """Every stem with every ending. Example: inflect(["tag"], ["", "e"]) -> ["tag", "tage"]"""
-    return [stem + ending for stem in stems for ending in endings]
-
-
-NOUN = ["", "e", "en", "es", "s", "n"]
-ADJECTIVE = ["", "e", "en", "er", "es", "em"]
-# Unit words (folded) -> (kind, factor). Kinds "dur" (seconds), "mon" (months) and "wd" (working
-# days) convert within themselves, so "zwei Wochen" meets "14 Tage" and "1 Jahr" meets "12 Monate";
-# any other kind is its own unit, compared without conversion.
-UNITS = {
-    **dict.fromkeys(["s", "sek", "sekunde", "sekunden"], ("dur", 1)),
-    **dict.fromkeys(["min", "minute", "minuten", *inflect(["minuetig"], ADJECTIVE)], ("dur", 60)),
-    **dict.fromkeys(["h", "std", "stunde", "stunden", *inflect(["stuendig"], ADJECTIVE)], ("dur", 3600)),
-    **dict.fromkeys([*inflect(["tag", "kalendertag"], NOUN), *inflect(["taegig"], ADJECTIVE)], ("dur", 86400)),
-    **dict.fromkeys([*inflect(["woche"], ["", "n"]), *inflect(["woechig"], ADJECTIVE)], ("dur", 604800)),
-    **dict.fromkeys(inflect(["arbeitstag", "werktag"], NOUN), ("wd", 1)),
-    **dict.fromkeys([*inflect(["monat"], NOUN), *inflect(["monatig"], ADJECTIVE)], ("mon", 1)),
-    **dict.fromkeys([*inflect(["quartal"], NOUN), *inflect(["vierteljahr"], NOUN)], ("mon", 3)),
-    **dict.fromkeys([*inflect(["jahr"], NOUN), *inflect(["jaehrig"], ADJECTIVE)], ("mon", 12)),
-    **dict.fromkeys(["%", "prozent"], ("%", 1)),
-    **dict.fromkeys(["€", "eur", "euro"], ("eur", 1)),
-    **dict.fromkeys(["cent", "ct"], ("cent", 1)),
-    **dict.fromkeys(["kb", "kilobyte"], ("kb", 1)), **dict.fromkeys(["mb", "megabyte"], ("mb", 1)),
-    **dict.fromkeys(["gb", "gigabyte"], ("gb", 1)), **dict.fromkeys(["tb", "terabyte"], ("tb", 1)),
-    **dict.fromkeys(["kib"], ("kib", 1)), **dict.fromkeys(["mib"], ("mib", 1)), **dict.fromkeys(["gib"], ("gib", 1)),
-    **dict.fromkeys(["mbit", "mbit/s"], ("mbit/s", 1)), **dict.fromkeys(["gbit", "gbit/s"], ("gbit/s", 1)),
-    **dict.fromkeys(["w", "watt"], ("w", 1)), **dict.fromkeys(["m", "meter", "metern"], ("m", 1)),
-    **dict.fromkeys(["km", "kilometer", "kilometern"], ("km", 1)),
-    **dict.fromkeys(["°c", "grad"], ("°c", 1)), **dict.fromkeys(["zoll"], ("zoll", 1)),
-    **dict.fromkeys(inflect(["stellig"], ADJECTIVE), ("stellig", 1)),
-}
-CONVERTIBLE = {"dur", "mon", "wd"}  # kinds keyed by converted value; the others by unit and value
-MULTIPLIERS = {"tsd": 1000, "tausend": 1000, "mio": 10**6, "million": 10**6, "millionen": 10**6,
-               "mrd": 10**9, "milliarde": 10**9, "milliarden": 10**9}
+# -- what an answer counts without stating a fact --------------------------------------------------
+# "zwei Wege": how an answer counts its own parts
+GENERIC = {"ding", "dinge", "weg", "wege", "moeglichkeit", "moeglichkeiten", "schritt", "schritte",
+           "schritten", "punkt", "punkte", "variante", "varianten", "option", "optionen", "fall",
+           "faelle", "faellen", "art", "arten", "grund", "gruende", "seite", "seiten"}
 
 # -- patterns, in the order the answer is read ----------------------------------------------------
 SP = r"[^\S\n]"  # a space that does not end the line
 CODE = re.compile(r"```[^\n]*\n(.*?)(?:```|\Z)|`([^`\n]+)`", re.S)
-SOURCE_REF = re.compile(r"\b(?:laut\s+)?Quellen?\s*:?\s*(?:Nr\.\s*)?\d+(?:\s*(?:,|und|sowie)\s*\d+)*", re.I)
+SOURCE_REF = re.compile(r"\b(?:laut\s+)?Quellen?\s*:?\s*(?:Nr\.\s*)?\d+(?:\s*(?:,|und|"
+                        r"sowie)\s*\d+)*", re.I)
 LIST_MARKER = re.compile(r"^\s*\d{1,2}[.)]\s+", re.M)
 IP = re.compile(r"(?<![\w.])\d{1,3}(?:\.\d{1,3}){3}(?:/\d{1,2})?(?![\w.]\d)")
 ISO_DATE = re.compile(r"(?<![\w.])(\d{4})-(\d{1,2})-(\d{1,2})(?!\d)")
 DOT_DATE = re.compile(r"(?<![\w.,])(\d{1,2})\.(\d{1,2})\.(\d{4}|\d{2}(?!\d))?(?![\d])")
-WORD_DATE = re.compile(rf"(?<![\w.,])((?:\d{{1,2}}\.{SP}*(?:,|und|oder|bis|–|-){SP}*)*)(\d{{1,2}})\.{SP}*"
-                       rf"([^\W\d_]+)\.?(?:{SP}+(\d{{4}})(?!\d))?")
+WORD_DATE = re.compile(rf"(?<![\w.,])((?:\d{{1,2}}\.{SP}*(?:,|und|oder|bis|–|-){SP}*)*)"
+                       rf"(\d{{1,2}})\.{SP}*([^\W\d_]+)\.?(?:{SP}+(\d{{4}})(?!\d))?")
 MONTH_YEAR = re.compile(rf"(?<![\w.])([^\W\d_]+)\.?{SP}+(\d{{4}})(?!\d)")
 CLOCK = re.compile(rf"(?<![\w.:,])(\d{{1,2}}):(\d{{2}})(?!\d)(?:{SP}*Uhr\b)?")
 HOUR = re.compile(rf"(?<![\w.:,])(\d{{1,2}})(?:\.(\d{{2}}))?{SP}*Uhr\b")
-PARAGRAPH = re.compile(rf"(§§|\bParagr(?:aph|af)en\b){SP}*(\d+[a-z]?)((?:{SP}*(?:,|und|bis|–|-){SP}*\d+[a-z]?)+)()"
-                       rf"|(§|\bParagr(?:aph|af)\b|\bArt\.|\bArtikel\b){SP}*(\d+[a-z]?)()"
-                       rf"(?:{SP}*(?:Abs\.|Absatz){SP}*(\d+))?")
+PARAGRAPH = re.compile(rf"(§§|\bParagr(?:aph|af)en\b){SP}*(\d+[a-z]?)((?:{SP}*(?:,|und|bis|–|"
+                       rf"-){SP}*\d+[a-z]?)+)()|(§|\bParagr(?:aph|af)\b|\bArt\.|\bArtikel\b){SP}*"
+                       rf"(\d+[a-z]?)()(?:{SP}*(?:Abs\.|Absatz){SP}*(\d+))?")
 TOKEN = re.compile(r"\w+(?:[-./@]\w+)*")
 NUMBER = re.compile(r"(?<![\w.,/])(?:(€|EUR)" + SP + r"?)?"
-                    r"(\d{1,3}(?:\.\d{3})+(?:,\d+)?(?![\d.])|\d{1,3}(?:[\u00a0\u202f]\d{3})+(?:,\d+)?|\d+(?:[.,]\d+)?)"
-                    r"(?![\d]|[.,]\d)")
-MULTIPLIER = re.compile(rf"{SP}*-?{SP}*(Tsd|Tausend|Mio|Millionen|Million|Mrd|Milliarden|Milliarde)\b\.?")
+                    r"(\d{1,3}(?:\.\d{3})+(?:,\d+)?(?![\d.])|\d{1,3}(?:[\u00a0\u202f]\d{3})+"
+                    r"(?:,\d+)?|\d+(?:[.,]\d+)?)(?![\d]|[.,]\d)")
+MULTIPLIER = re.compile(rf"{SP}*-?{SP}*(Tsd|Tausend|Mio|Millionen|Million|Mrd|Milliarden|"
+                        rf"Milliarde)\b\.?")
 UNIT = re.compile(rf"{SP}*-?{SP}*(%|€|°{SP}?C\b|[^\W\d_]+(?:/s\b)?)")
 WORD = re.compile(r"[^\W\d_]+")
 NOUN_AFTER = re.compile(rf"{SP}+[A-ZÄÖÜ][^\W\d_]*(?:-[^\W\d_]+)*")
-JOINED = re.compile(r"(.+?)(taegig|woechig|monatig|jaehrig|stuendig|minuetig|stellig)(e|en|er|es|em)?")
+JOINED = re.compile(r"(.+?)(taegig|woechig|monatig|jaehrig|stuendig|minuetig|stellig)(e|en|er|es|"
+                    r"em)?")
 
 
 @dataclass(frozen=True)
@@ -110,71 +69,6 @@ class Claim:
     literal: str = ""  # code and id claims: the folded text to look for
 
 
-# -- reading numbers -------------------------------------------------------------------------------
-def number_value(raw):
-    """A German or plain number as a normalised string; None if it is none.
-
-    Example: number_value("1.000") -> "1000"; number_value("1,5") -> "1.5"; number_value("1.5") -> "1.5"
-    """
-    text = raw.replace("\u00a0", "").replace("\u202f", "")
-    if re.fullmatch(r"\d{1,3}(?:\.\d{3})+(?:,\d+)?", text):  # 1.000 or 4.850,00: German thousands
-        text = text.replace(".", "").replace(",", ".")
-    else:
-        text = text.replace(",", ".")
-    try:
-        return norm(Decimal(text))
-    except InvalidOperation:
-        return None
-
-
-def norm(value):
-    """A number as its shortest plain string. Example: norm(Decimal("2.50")) -> "2.5"; norm(2048000) -> "2048000" """
-    return format(Decimal(value).normalize(), "f")
-
-
-def word_value(word):
-    """Value of a folded German number word (0–99, hundert, tausend), else None.
-
-    Example: word_value("drei") -> 3; word_value("fuenfundzwanzig") -> 25; word_value("haus") -> None
-    """
-    if word in NUMBER_WORDS:
-        return NUMBER_WORDS[word]
-    match = re.fullmatch(r"(ein|zwei|drei|vier|fuenf|sechs|sieben|acht|neun)und(\w+)", word)
-    if match and match.group(2) in TENS:
-        return ONES[match.group(1)] + TENS[match.group(2)]
-    return None
-
-
-def unit_of(word):
-    """(kind, factor) of a unit word or symbol, else None. Example: unit_of("Tagen") -> ("dur", 86400)"""
-    return UNITS.get(fold(re.sub(r"\s", "", word)).rstrip("."))
-
-
-def quantity_keys(value, unit):
-    """The key of an amount. Example: quantity_keys("2", ("dur", 604800)) -> ["dur:1209600"]
-
-    Working days are also plain days in a source ("2 Arbeitstage" supports "2 Tage"), see source_keys.
-    """
-    kind, factor = unit
-    if kind in CONVERTIBLE:
-        return [f"{kind}:{norm(Decimal(value) * factor)}"]
-    return [f"u:{kind}:{value}"]
-
-
-def date_key(year, month, day):
-    """Example: date_key(2025, 3, 1) -> "date:2025-3-1"; date_key(None, 10, 28) -> "date:-10-28" """
-    return f"date:{year or ''}-{month or ''}-{day or ''}"
-
-
-def full_year(raw):
-    """"25" -> 2025, "2025" -> 2025."""
-    return int(raw) + 2000 if len(raw) == 2 else int(raw)
-
-
-def valid_date(month, day):
-    return 1 <= month <= 12 and (day is None or 1 <= day <= 31)
-
-
 # -- finding claims --------------------------------------------------------------------------------
 def find_code(text):
     """Inline `code` and the lines of fenced code blocks -> [(start, end, claim)]."""
@@ -189,7 +83,8 @@ def find_code(text):
                 offset += len(line) + 1
             found.append((match.start(), match.end(), None))  # the fences themselves: blank only
         else:
-            found.append((match.start(), match.end(), code_claim(match.start(), match.group(2).strip())))
+            found.append((match.start(), match.end(),
+                          code_claim(match.start(), match.group(2).strip())))
     return found
 
 
@@ -206,11 +101,13 @@ def squeeze(text):
 
 def find_addresses(text):
     """IP addresses and networks ("10.20.10.0/24"), read before dates so "10.10.10.1" is no date."""
-    return [(m.start(), m.end(), Claim(m.start(), m.group(), "id", literal=fold(m.group()))) for m in IP.finditer(text)]
+    return [(m.start(), m.end(), Claim(m.start(), m.group(), "id", literal=fold(m.group())))
+            for m in IP.finditer(text)]
 
 
 def find_dates(text):
-    """"01.03.2025", "1. März 2025", "2025-03-01", "28.10.", "24. und 31. Dezember", "Oktober 2024"."""
+    """"01.03.2025", "1. März 2025", "2025-03-01", "28.10.", "24. und 31. Dezember", "Oktober
+    2024"."""
     found = []
     for match in ISO_DATE.finditer(text):
         year, month, day = map(int, match.groups())
@@ -234,13 +131,15 @@ def find_dates(text):
     for match in MONTH_YEAR.finditer(text):
         month = MONTHS.get(fold(match.group(1)))
         if month:
-            found.append((match.start(), match.end(), date_claim(match, int(match.group(2)), month, [None])))
+            found.append((match.start(), match.end(),
+                          date_claim(match, int(match.group(2)), month, [None])))
     return found
 
 
 def date_claim(match, year, month, days):
     """All days of one date expression must be in the source ("24. und 31. Dezember")."""
-    return Claim(match.start(), match.group().strip(), "date", (tuple(date_key(year, month, d) for d in days),))
+    return Claim(match.start(), match.group().strip(), "date",
+                 (tuple(date_key(year, month, d) for d in days),))
 
 
 def find_times(text):
@@ -251,38 +150,47 @@ def find_times(text):
             hour, minute = int(match.group(1)), int(match.group(2) or 0)
             if hour <= 24 and minute < 60:
                 key = f"time:{hour}:{minute:02d}"
-                found.append((match.start(), match.end(), Claim(match.start(), match.group(), "time", ((key,),))))
+                found.append((match.start(), match.end(),
+                              Claim(match.start(), match.group(), "time", ((key,),))))
     return found
 
 
 def find_paragraphs(text):
-    """"§ 7", "§ 7 Abs. 2", "§§ 4 und 5", "Paragraph 7", "Art. 33" -> keys par:7, par:7:2, art:33."""
+    """"§ 7", "§ 7 Abs. 2", "§§ 4 und 5", "Paragraph 7", "Art. 33"
+    -> keys par:7, par:7:2, art:33."""
     found = []
     for match in PARAGRAPH.finditer(text):
-        sign, first, more, paragraph = match.group(1, 2, 3, 4) if match.group(1) else match.group(5, 6, 7, 8)
+        sign, first, more, paragraph = (match.group(1, 2, 3, 4) if match.group(1)
+                                        else match.group(5, 6, 7, 8))
         kind = "art" if sign.lower().startswith("art") else "par"
         numbers = [first] + re.findall(r"\d+[a-z]?", more)
-        keys = tuple(f"{kind}:{n}" + (f":{paragraph}" if paragraph and len(numbers) == 1 else "") for n in numbers)
-        found.append((match.start(), match.end(), Claim(match.start(), match.group().strip(), "paragraph", (keys,))))
+        keys = tuple(f"{kind}:{n}" + (f":{paragraph}" if paragraph and len(numbers) == 1 else "")
+                     for n in numbers)
+        found.append((match.start(), match.end(),
+                      Claim(match.start(), match.group().strip(), "paragraph", (keys,))))
     return found
 
 
 def find_ids(text):
-    """Names with digits and letters ("T14", "NL-DRUCK-1OG-01", "mail01"), not "14-tägig" or "65W"."""
+    """Names with digits and letters ("T14", "NL-DRUCK-1OG-01", "mail01"), not "14-tägig" or
+    "65W"."""
     found = []
     for match in TOKEN.finditer(text):
         token = match.group()
         if not re.search(r"\d", token) or not re.search(r"[^\W\d_]", token):
             continue
         lead = re.match(r"\d+(?:[.,]\d+)?-?([^\W\d_]+)", token)
-        if lead and (unit_of(lead.group(1)) or JOINED.fullmatch(fold(lead.group(1))) or lead.group(1) == "x"):
+        if lead and (unit_of(lead.group(1)) or JOINED.fullmatch(fold(lead.group(1)))
+                     or lead.group(1) == "x"):
             continue  # a number with its unit ("24h", "14-tägig") or "2x": find_numbers reads it
-        found.append((match.start(), match.end(), Claim(match.start(), token, "id", literal=fold(token))))
+        found.append((match.start(), match.end(),
+                      Claim(match.start(), token, "id", literal=fold(token))))
     return found
 
 
 def unit_after(text, pos):
-    """The multiplier and unit right after a number at `pos`: (end, multiplier, unit) or (pos, 1, None)."""
+    """The multiplier and unit right after a number at `pos`: (end, multiplier, unit) or (pos, 1,
+    None)."""
     multiplier, end = 1, pos
     match = MULTIPLIER.match(text, pos)
     if match:
@@ -294,17 +202,21 @@ def unit_after(text, pos):
 
 
 def find_numbers(text):
-    """Numbers in digits, with their unit if one follows ("14 Tage", "4.850 €", "30 %", "1,5 Mio. Euro")."""
+    """Numbers in digits, with their unit if one follows ("14 Tage", "4.850 €", "30 %", "1,5 Mio.
+    Euro")."""
     found, last_end = [], 0
     for match in NUMBER.finditer(text):
         value = number_value(match.group(2))
         if value is None:
             continue
         start, currency = match.start(), match.group(1)
-        if currency and start < last_end:  # "4.850 € 95 €": that € belongs to the number before
+        # "4.850 € 95 €": that € belongs to the number before
+        if currency and start < last_end:
             start, currency = match.start(2), None
-        if text[match.end():match.end() + 1] == "." and not text[match.end() + 1:match.end() + 2].isdigit():
-            end, multiplier, unit = match.end(), 1, None  # "2. OG", "am 3. Tag": an ordinal, no amount
+        if (text[match.end():match.end() + 1] == "."
+                and not text[match.end() + 1:match.end() + 2].isdigit()):
+            # "2. OG", "am 3. Tag": an ordinal, no amount
+            end, multiplier, unit = match.end(), 1, None
         else:
             end, multiplier, unit = unit_after(text, match.end())
         if currency:  # "€ 95", "EUR 4.850"
@@ -318,7 +230,8 @@ def find_numbers(text):
             found.append((start, end, Claim(start, surface, "quantity", tuple(needs))))
         else:
             dot = "." if text[end:end + 1] == "." else ""  # an ordinal: "2. OG"
-            noun = NOUN_AFTER.match(text, end + len(dot))  # shown as "3 Fehlversuchen", not just "3"
+            # shown as "3 Fehlversuchen", not just "3"
+            noun = NOUN_AFTER.match(text, end + len(dot))
             shown = surface + dot + noun.group() if noun else surface
             found.append((start, end, Claim(start, shown, "number", ((f"n:{value}",),))))
     return found
@@ -335,7 +248,8 @@ def find_number_words(text, counts=True):
         if joined and word_value(joined.group(1)) is not None:
             unit = unit_of(joined.group(2) + (joined.group(3) or ""))
             claim_needs = tuple((k,) for k in quantity_keys(str(word_value(joined.group(1))), unit))
-            found.append((match.start(), match.end(), Claim(match.start(), match.group(), "quantity", claim_needs)))
+            found.append((match.start(), match.end(),
+                          Claim(match.start(), match.group(), "quantity", claim_needs)))
             continue
         value = word_value(word)
         if word in ONE_AND_A_HALF:
@@ -354,12 +268,13 @@ def find_number_words(text, counts=True):
         end = words[nxt].end()
         if unit:
             claim_needs = tuple((k,) for k in quantity_keys(norm(value), unit))
-            found.append((match.start(), end, Claim(match.start(), text[match.start():end], "quantity", claim_needs)))
+            found.append((match.start(), end,
+                          Claim(match.start(), text[match.start():end], "quantity", claim_needs)))
         elif (counts and word not in ARTICLES and word not in ONE_AND_A_HALF and value >= 2
               and words[nxt].group()[0].isupper() and fold(words[nxt].group()) not in GENERIC):
             end = re.compile(r"(?:-[^\W\d_]+)*").match(text, end).end()  # "acht Vor-Ort-Einsätze"
-            found.append((match.start(), end, Claim(match.start(), text[match.start():end], "number",
-                                                    ((f"n:{norm(value)}",),))))
+            found.append((match.start(), end, Claim(match.start(), text[match.start():end],
+                                                    "number", ((f"n:{norm(value)}",),))))
     return found
 
 
@@ -368,7 +283,8 @@ def close(text, left, right):
     return re.fullmatch(rf"{SP}+|{SP}*-{SP}*", text[left.end():right.start()]) is not None
 
 
-FINDERS = (find_addresses, find_dates, find_times, find_paragraphs, find_ids, find_numbers, find_number_words)
+FINDERS = (find_addresses, find_dates, find_times, find_paragraphs, find_ids, find_numbers,
+           find_number_words)
 
 
 def blank(text, start, end):
@@ -379,7 +295,8 @@ def blank(text, start, end):
 def claims(answer):
     """The checkable claims of an answer, in order of appearance (citations [n] are none).
 
-    Example: claims("Frist: 3 Monate [1], § 7.") -> [Claim(text="3 Monate", …), Claim(text="§ 7", …)]
+    Example: claims("Frist: 3 Monate [1], § 7.")
+             -> [Claim(text="3 Monate", …), Claim(text="§ 7", …)]
     """
     text, found = answer, []
     for start, end, claim in find_code(text):

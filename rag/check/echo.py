@@ -1,6 +1,7 @@
 """A fact answer that only repeats the question, and the wiki line printed in its place.
 
-    says_nothing("Welchen IMAP-Port trage ich in Thunderbird ein?", "Die Nummer der Quelle ist [1].") -> True
+    says_nothing("Welchen IMAP-Port trage ich in Thunderbird ein?",
+                 "Die Nummer der Quelle ist [1].") -> True
     best_line("Welchen IMAP-Port trage ich in Thunderbird ein?", sources, vocab)
     -> (1, "| IMAP-Port und Verschlüsselung | 993, SSL/TLS |")
 
@@ -13,11 +14,12 @@ It must hold at least support.SUBJECT_SHARE of the question's nouns and support.
 words (weighted by rarity among the sources' units), the bar of the support check; where no unit
 clears it, the answer is "Dazu habe ich keine Information.".
 
-Measured on the recorded full answer sets of wiki/, ioBroker, i-doit and the office set (docs/antworten-pruefen.md):
-4 of the 357 answers the model wrote say nothing, all wrong; none of the right ones does.
+Measured on the recorded full answer sets of wiki/, ioBroker, i-doit and the office set
+(docs/antworten-pruefen.md): 4 of the 357 answers the model wrote say nothing, all wrong; none of
+the right ones does.
 
-Does not handle: an answer that adds only filler the question lacks ("…, den wir auswählen können"),
-an answer of another type than asked (a place for "Wer …?").
+Does not handle: an answer that adds only filler the question lacks ("…, den wir auswählen
+können"), an answer of another type than asked (a place for "Wer …?").
 """
 import re
 
@@ -29,23 +31,27 @@ from rag.check.support import STEP
 from rag.text import german
 
 FILLER = {  # words a model adds around an empty answer; they say nothing about the wiki
-    "quelle", "quellen", "nummer", "laut", "steht", "stehen", "beschrieben", "angegeben", "genannt", "erwaehnt",
-    "dies", "diese", "dieser", "dieses", "ist", "sind", "wird", "werden", "kann", "koennen", "artikel", "erklaert",
+    "quelle", "quellen", "nummer", "laut", "steht", "stehen", "beschrieben", "angegeben", "genannt",
+    "erwaehnt", "dies", "diese", "dieser", "dieses", "ist", "sind", "wird", "werden", "kann",
+    "koennen", "artikel", "erklaert",
 }
 
 
-POLARITY = {  # stopwords that carry the answer to a yes/no question: "Ja, …", "Sie müssen es nicht ändern"
-    "ja", "nein", "nicht", "kein", "keine", "keinen", "keinem", "keiner", "keines", "nie", "niemals", "nur", "immer",
+# stopwords that carry the answer to a yes/no question: "Ja, …", "Sie müssen es nicht ändern"
+POLARITY = {
+    "ja", "nein", "nicht", "kein", "keine", "keinen", "keinem", "keiner", "keines", "nie",
+    "niemals", "nur", "immer",
 }
 
 
 def said(text):
-    """The folded content words of a text, every number and POLARITY word among them ("8" too); [n], list numbers
-    and FILLER dropped.
+    """The folded content words of a text, every number and POLARITY word among them ("8" too); [n],
+    list numbers and FILLER dropped.
 
     Example: said("Der Schlüssel für Tor 8 [1].") -> ["schluessel", "tor", "8"]
     """
-    return [w for w in german.words(STEP.sub("", CITATION.sub(" ", text))) if w.isdigit() or w in POLARITY
+    return [w for w in german.words(STEP.sub("", CITATION.sub(" ", text)))
+            if w.isdigit() or w in POLARITY
             or (w not in german.STOPWORDS and len(w) > 1 and w not in FILLER)]
 
 
@@ -71,7 +77,8 @@ def best_line(question, sources, vocab):
     best = (support.SUPPORT, None)
     for n, units in enumerate(rows, start=1):
         for text, tokens, _ in units:
-            if nouns and sum(t.found_in(tokens) for t in nouns) < support.SUBJECT_SHARE * len(nouns):
+            if (nouns and sum(t.found_in(tokens) for t in nouns)
+                    < support.SUBJECT_SHARE * len(nouns)):
                 continue
             share = support.covers(words, tokens, weight)
             if share > best[0] or (best[1] is None and share >= best[0]):
@@ -80,10 +87,12 @@ def best_line(question, sources, vocab):
 
 
 def shown(n, unit):
-    """The replacement answer: "Laut Quelle [n]:" and the unit on its own line; a table row without its
-    outer pipes. Example: shown(1, "| IMAP-Port | 993 |") -> "Laut Quelle [1]:\\nIMAP-Port | 993" """
+    """The replacement answer: "Laut Quelle [n]:" and the unit on its own line; a table row without
+    its outer pipes.
+    Example: shown(1, "| IMAP-Port | 993 |") -> "Laut Quelle [1]:\\nIMAP-Port | 993" """
     line = re.sub(r"^\s*\|\s*|\s*\|\s*$", "", unit.strip())
-    line = re.sub(r"\s*\|\s*", " | ", line) if unit.strip().startswith("|") else line  # cells padded for the eye
+    # cells padded for the eye
+    line = re.sub(r"\s*\|\s*", " | ", line) if unit.strip().startswith("|") else line
     return f"Laut Quelle [{n}]:\n{line}"
 
 
@@ -91,12 +100,12 @@ WHY = "die Antwort wiederholt nur die Frage"
 
 
 def replace(question, answer, sources, vocab):
-    """(record, text, answered_by) for an answer that says nothing: the best unit verbatim ("line"), else the
-    refusal ("model", as the model was asked). record: as support.grounding's, with "echo": True and the
-    model's answer, so every door and the audit log show what was replaced and why."""
+    """(record, text, answered_by) for an answer that says nothing: the best unit verbatim ("line"),
+    else the refusal ("model", as the model was asked). record: as support.grounding's, with "echo":
+    True and the model's answer, so every door and the audit log show what was replaced and why."""
     found = best_line(question, sources, vocab)
-    record = {"facts": [], "coverage": None, "nouns": None, "why": WHY, "refused": found is None, "answer": answer,
-              "echo": True, "line": found and found[0]}
+    record = {"facts": [], "coverage": None, "nouns": None, "why": WHY, "refused": found is None,
+              "answer": answer, "echo": True, "line": found and found[0]}
     return record, shown(*found) if found else NO_INFO, "line" if found else "model"
 
 

@@ -3,18 +3,19 @@ commands are not in the sources it cites.
 
     unsupported("Die Frist beträgt 14 Tage [1].", ["… mit einer Frist von 3 Monaten …"], [1])
     -> ["14 Tage"]
-    unsupported("Die Frist beträgt drei Monate [1].", ["… mit einer Frist von 3 Monaten …"], [1])
+    unsupported("Die Frist beträgt drei Monate [1].", ["… mit einer Frist von 3 Monaten …"],
+                [1])
     -> []
 
 How: every claim in the answer (rag/check/claims.py) gets the keys it may be found under, folded the
 way search folds words: "14 Tage", "zwei Wochen" and "14 Kalendertage" -> "dur:1209600" (seconds);
-"3 Monate", "drei Monate", "ein Vierteljahr"… -> "mon:3"; "01.03.2025", "1. März 2025", "2025-03-01"
--> "date:2025-3-1"; "1.000" and "1000" -> "n:1000"; "1,5" and "1.5" -> "n:1.5"; "30 %" and "30
-Prozent" -> "u:%:30"; "§ 7 Abs. 2" -> "par:7:2"; "17 Uhr" and "17:00" -> "time:17:00". Each
-looked-up source is read generously (every number in it counts, also inside dates, times, tables and
-names); a claim is supported when one looked-up source has one of its keys. Names with digits
-("T14", "mail01", "10.20.10.1") must stand in a source as written; commands in backticks verbatim,
-or word by word with neighbouring words side by side (see code_found()).
+"3 Monate", "drei Monate", "ein Vierteljahr"… -> "mon:3"; "01.03.2025", "1. März 2025",
+"2025-03-01" -> "date:2025-3-1"; "1.000" and "1000" -> "n:1000"; "1,5" and "1.5" -> "n:1.5"; "30 %"
+and "30 Prozent" -> "u:%:30"; "§ 7 Abs. 2" -> "par:7:2"; "17 Uhr" and "17:00" -> "time:17:00".
+Each looked-up source is read generously (every number in it counts, also inside dates, times,
+tables and names); a claim is supported when one looked-up source has one of its keys. Names with
+digits ("T14", "mail01", "10.20.10.1") must stand in a source as written; commands in backticks
+verbatim, or word by word with neighbouring words side by side (see code_found()).
 
 Looked up: the sources the answer cites ([n], valid numbers only); when it cites none, all
 sources of the prompt. The question counts as a source too: repeating its numbers is no claim.
@@ -28,14 +29,17 @@ import re
 from dataclasses import dataclass, field
 from decimal import Decimal
 
-from rag.check.claims import (WORD, claims, date_key,
-    find_dates, find_number_words, find_numbers, find_paragraphs, find_times, norm, number_value, squeeze,
-    unit_of, word_value)  # noqa: F401 (claims, number_value: used by support.py)
+# claims: support.py uses it
+from rag.check.claims import (WORD, claims, find_dates,  # noqa: F401
+                              find_number_words, find_numbers, find_paragraphs, find_times, squeeze)
+from rag.check.quantities import (date_key, norm, number_value,  # noqa: F401 (grounding.py uses it)
+                                  unit_of, word_value)
 from rag.check.record import Check
 from rag.text.german import fold
 
-ORDINALS = {"erst": 1, "zweit": 2, "dritt": 3, "viert": 4, "fuenft": 5, "sechst": 6, "siebt": 7, "acht": 8,
-            "neunt": 9, "zehnt": 10, "elft": 11, "zwoelft": 12}  # + e/en/er/es/em; sources only ("2." ↔ "zweiter")
+# + e/en/er/es/em; sources only ("2." ↔ "zweiter")
+ORDINALS = {"erst": 1, "zweit": 2, "dritt": 3, "viert": 4, "fuenft": 5, "sechst": 6, "siebt": 7,
+            "acht": 8, "neunt": 9, "zehnt": 10, "elft": 11, "zwoelft": 12}
 CODE_EDGES = "`\"'„“”‚‘’()[]{},;:.!?"  # stripped from both ends of a command word
 PLACEHOLDER = r"…|\.\.\.|<[^>]*>"  # in a command: stands for anything
 
@@ -66,7 +70,8 @@ def source_keys(text):
     for _, _, claim in find_number_words(text):
         for alternative in claim.needs:
             keys.update(alternative)
-    for match in re.finditer(r"\d+(?:[.,]\d+)*", text):  # digits inside names, dates, code: numbers too
+    # digits inside names, dates, code: numbers too
+    for match in re.finditer(r"\d+(?:[.,]\d+)*", text):
         for part in re.split(r"[^\d]+", match.group()):
             keys.add(f"n:{norm(Decimal(part))}")
         value = number_value(match.group())
@@ -104,7 +109,8 @@ def read_source(text):
 
 
 def command_words(text):
-    """Words as commands are compared. Example: command_words("Mit `cm` (create)") -> ["mit", "cm", "create"]"""
+    """Words as commands are compared.
+    Example: command_words("Mit `cm` (create)") -> ["mit", "cm", "create"]"""
     return [w for w in (w.strip(CODE_EDGES) for w in squeeze(text).split()) if w]
 
 
@@ -120,7 +126,8 @@ def found(claim, evidence):
 
 def id_forms(name):
     """The name, and its part from the first to the last piece with a digit when that still has a
-    letter: "2fa-pflicht" -> ["2fa-pflicht", "2fa"]; "nl-druck-1og-01" -> ["nl-druck-1og-01", "1og-01"]."""
+    letter: "2fa-pflicht" -> ["2fa-pflicht", "2fa"];
+    "nl-druck-1og-01" -> ["nl-druck-1og-01", "1og-01"]."""
     pieces = re.split(r"([-./@])", name)
     digits = [i for i, piece in enumerate(pieces) if re.search(r"\d", piece)]
     core = "".join(pieces[digits[0]:digits[-1] + 1]) if digits else name
@@ -128,15 +135,16 @@ def id_forms(name):
 
 
 def code_found(command, evidence):
-    """A command is in a source when it is there verbatim (placeholders "…" and <…> match anything
-    between its parts), or when each of its words is a source word and each two neighbours stand
-    side by side in the source, unless one of them is shown as `code` on its own: so
-    `cm user/vorname.nachname` is found over a text that explains `cm` and `user/vorname.nachname`,
-    `sam shared/zoll group:GG-Zoll lrs` is not found over `… group:GG-Zoll lrswipkte`."""
+    """A command is in a source when it is there verbatim (placeholders "…" and <…> match
+    anything between its parts), or when each of its words is a source word and each two neighbours
+    stand side by side in the source, unless one of them is shown as `code` on its own: so `cm
+    user/vorname.nachname` is found over a text that explains `cm` and `user/vorname.nachname`, `sam
+    shared/zoll group:GG-Zoll lrs` is not found over `… group:GG-Zoll lrswipkte`."""
     pieces = re.split(PLACEHOLDER, command)
     if any(p.strip() for p in pieces):
         pattern = r"[^\n]*?".join(re.escape(p.strip()) for p in pieces)
-        pattern = (r"(?<!\w)" if pieces[0].strip() else "") + pattern + (r"(?!\w)" if pieces[-1].strip() else "")
+        pattern = ((r"(?<!\w)" if pieces[0].strip() else "") + pattern
+                   + (r"(?!\w)" if pieces[-1].strip() else ""))
         if re.search(pattern, evidence.text):
             return True
     segments = [command_words(part) for part in re.split(PLACEHOLDER, command)]
@@ -183,10 +191,11 @@ def unsupported(answer, sources, cited=(), question=""):
 
 
 def unsupported_in(answer, sources, cited=(), question=""):
-    """unsupported() over retrieved sources (rag/search/ranking.py Source): each read as the prompt shows it,
-    label (path › heading path) and content."""
+    """unsupported() over retrieved sources (rag/search/ranking.py Source): each read as the prompt
+    shows it, label (path › heading path) and content."""
     from rag.answer.prompt import source_label
-    return unsupported(answer, [source_text(source_label(s), s.content) for s in sources], cited, question)
+    return unsupported(answer, [source_text(source_label(s), s.content) for s in sources], cited,
+                       question)
 
 
 def run(case):
@@ -208,23 +217,26 @@ def describe(missing):
 
 
 def source_text(label, content):
-    """One source as the check reads it: its label (path › heading path), a blank line, the text."""
+    """One source as the check reads it: its label (path › heading path), a blank line, the
+    text."""
     return f"{label}\n\n{content}" if label else content
 
 
 # -- measuring it on labelled answers (evaluate.py --factcheck) ------------------------------------
 def measure(cases):
-    """Rates over labelled cases {"sources": [{"path", "heading", "content"}], "answer", "question"?,
-    "wrong": [claims that must be flagged; [] = a correct answer]}.
+    """Rates over labelled cases {"sources": [{"path", "heading", "content"}], "answer",
+    "question"?, "wrong": [claims that must be flagged; [] = a correct answer]}.
 
-    Returns {"wrong": n, "wrong_flagged": share, "correct": n, "correct_flagged": share, "misses": [...]};
-    a wrong answer counts as flagged when each of its wrong claims is among the unsupported ones.
+    Returns {"wrong": n, "wrong_flagged": share, "correct": n, "correct_flagged": share, "misses":
+    [...]}; a wrong answer counts as flagged when each of its wrong claims is among the unsupported
+    ones.
     """
     from rag.check.citations import check_citations
     results = {"wrong": [], "correct": []}
     misses = []
     for case in cases:
-        texts = [source_text(f"{s['path']} › {s['heading']}" if s.get("heading") else s["path"], s["content"])
+        texts = [source_text(f"{s['path']} › {s['heading']}" if s.get("heading") else s["path"],
+                             s["content"])
                  for s in case["sources"]]
         cited = check_citations(case["answer"], len(texts))["valid"]
         flagged = unsupported(case["answer"], texts, cited, case.get("question", ""))
@@ -232,16 +244,18 @@ def measure(cases):
             missed = [w for w in case["wrong"] if not any(same(w, f) for f in flagged)]
             results["wrong"].append(not missed)
             if missed:
-                misses.append({"id": case.get("id"), "kind": "nicht erkannt", "answer": case["answer"],
-                               "expected": case["wrong"], "flagged": flagged})
+                misses.append({"id": case.get("id"), "kind": "nicht erkannt",
+                               "answer": case["answer"], "expected": case["wrong"],
+                               "flagged": flagged})
         else:
             results["correct"].append(bool(flagged))
             if flagged:
-                misses.append({"id": case.get("id"), "kind": "fälschlich markiert", "answer": case["answer"],
-                               "expected": [], "flagged": flagged})
+                misses.append({"id": case.get("id"), "kind": "fälschlich markiert",
+                               "answer": case["answer"], "expected": [], "flagged": flagged})
     share = lambda xs: sum(xs) / len(xs) if xs else 0.0  # noqa: E731
     return {"wrong": len(results["wrong"]), "wrong_flagged": share(results["wrong"]),
-            "correct": len(results["correct"]), "correct_flagged": share(results["correct"]), "misses": misses}
+            "correct": len(results["correct"]), "correct_flagged": share(results["correct"]),
+            "misses": misses}
 
 
 def same(gold, flagged):

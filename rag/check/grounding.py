@@ -58,8 +58,8 @@ def grounding(question, answer, sources, vocab=frozenset()):
     Returns {"facts": [...], "coverage": that share, "nouns": the best share of the question's nouns
     the answer repeats (support.asked()) among those units, None when it repeats none or no unit
     holds a fact}, or None when the answer states no such fact (nothing to measure). "Ein Postfach
-    darf 25 MB groß sein" for "Wie groß darf mein Postfach sein?": 25 MB stands only in a unit about
-    an e-mail, nouns 0.0.
+    darf 25 MB groß sein" for "Wie groß darf mein Postfach sein?": 25 MB stands only in a unit
+    about an e-mail, nouns 0.0.
 
     Example: question "Wie viele Plätze hat der Schulungsraum?", answer "Er hat 6 Plätze [1].",
              source "| Besprechungsraum Alster | 6 Plätze |"
@@ -112,7 +112,8 @@ def gap(found, needed):
 
 def holds(claim, evidence):
     """Does a unit hold the fact? As the fact check finds it, or an amount by its number alone (the
-    unit may be a table row whose unit stands in the header: "| Quota in KB |" above "| 2048000 |")."""
+    unit may be a table row whose unit stands in the header:
+    "| Quota in KB |" above "| 2048000 |")."""
     if factcheck.found(claim, evidence):
         return True
     number = re.search(r"\d+(?:[.,]\d+)*", claim.text) if claim.kind == "quantity" else None

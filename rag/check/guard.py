@@ -28,17 +28,22 @@ LINK_FROM_NOWHERE = "[Link entfernt: steht in keiner Quelle]"
 CONTACT_FROM_FLAGGED = "[Kontaktangabe aus einer markierten Quelle entfernt]"
 BLOCK_REMOVED = "[Codeblock entfernt: nur anweisungsähnlicher Text]"  # for a code block left empty
 EMPTY_FENCE = re.compile(r"^[ \t]*(```|~~~)[^\n]*\n(?:[ \t]*\n)*[ \t]*\1[ \t]*$", re.M)  # ```sh ```
-MARK = "\u02c6"  # "ˆ": the datamark of rag/answer/prompt.py (experiment RAG_SPOTLIGHT=datamark), never shown to the reader
+# "ˆ": the datamark of rag/answer/prompt.py (experiment RAG_SPOTLIGHT=datamark), never shown to the
+# reader
+MARK = "\u02c6"
 COPY_WORDS = tuned.value("guard.COPY_WORDS")  # this many words in a row of a removed one: a copy
-LEAK_WORDS = tuned.value("guard.LEAK_WORDS")  # … of the fixed prompt (system message, task): a leak
-URL = re.compile(r"(?i)\b(?:https?://|www\.)[^\s<>\"'`)\]]+|\b(?:[a-z0-9-]+\.)+(?:example|com|de|net|org|io|info|"
-                 r"eu|biz|app|online|site|local|intern|ru|cn|xyz|top)\b(?:/[^\s<>\"'`)\]]*)?")
+# … of the fixed prompt (system message, task): a leak
+LEAK_WORDS = tuned.value("guard.LEAK_WORDS")
+URL = re.compile(r"(?i)\b(?:https?://|www\.)[^\s<>\"'`)\]]+|\b(?:[a-z0-9-]+\.)+(?:example|com|de|"
+                 r"net|org|io|info|eu|biz|app|online|site|local|intern|ru|cn|xyz|"
+                 r"top)\b(?:/[^\s<>\"'`)\]]*)?")
 EMAIL = re.compile(r"\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b")
-PHONE = re.compile(r"(?<![\w.+])(?:\+\d{1,3}|\(?0\d{1,5}\)?)[ /-]?\d[\d /-]{4,}\d(?![\w.]\d)")  # +49 …, 0800 …
+# +49 …, 0800 …
+PHONE = re.compile(r"(?<![\w.+])(?:\+\d{1,3}|\(?0\d{1,5}\)?)[ /-]?\d[\d /-]{4,}\d(?![\w.]\d)")
 COMMAND = re.compile(r"`([^`\n]+)`")
-LOGIN_LIKE = re.compile(r"(?i)log-?in|sign-?in|anmeld|verif|bestaetig|bestätig|konto|account|passw|kennwort|reset|"
-                        r"entsperr|unlock|credential|token|\.exe\b|\.ps1\b|\.sh\b|download|upload|register|aktivier|"
-                        r"activate")
+LOGIN_LIKE = re.compile(r"(?i)log-?in|sign-?in|anmeld|verif|bestaetig|bestätig|konto|account|"
+                        r"passw|kennwort|reset|entsperr|unlock|credential|token|\.exe\b|\.ps1\b|"
+                        r"\.sh\b|download|upload|register|aktivier|activate")
 
 
 def words(text):
@@ -70,7 +75,8 @@ class Screen:
         self.shield, self.active = shield, shield.active
         self.withheld = []  # [{"kind", "value"}]: what screen() replaced, reported by check()
 
-    # where a value of the answer stands: "kept" (an unflagged sentence), "removed" or None (nowhere)
+    # where a value of the answer stands: "kept" (an unflagged sentence), "removed" or None
+    # (nowhere)
     def origin(self, kind, value):
         value, kept, untrusted = plain(value).casefold(), self.shield.kept, self.shield.untrusted
         if kind == "url":
@@ -127,20 +133,25 @@ class Screen:
             yield self.clean(held)
 
     def check(self, text, prompts=None, mask=str):
-        """(text to show, report) after the answer: flagged values, withheld ones, a replaced answer.
+        """(text to show, report) after the answer: flagged values, withheld ones, a replaced
+        answer.
 
         report: {"removed": [{"source", "rule", "text"}], "flagged": [{"kind", "value", "where"}],
-                 "withheld": [{"kind", "value"}], "replaced": None | "kopiert entfernten Text" | …}
-        mask: applied to every value of the answer in the report (the core passes rag/privacy/mask.py's masker).
+                 "withheld": [{"kind", "value"}],
+                 "replaced": None | "kopiert entfernten Text" | …}
+        mask: applied to every value of the answer in the report (the core passes
+        rag/privacy/mask.py's masker).
         """
-        prompts = prompts if prompts is not None else (answer.SYSTEM, answer.INSTRUCTIONS, *answer.TASKS.values())
+        prompts = prompts if prompts is not None else (answer.SYSTEM, answer.INSTRUCTIONS,
+                                                       *answer.TASKS.values())
         neutral = self.shield.neutral  # per source: what the prompt copy removed
         report = {"removed": [{"source": n, **r} for n, copy in enumerate(neutral, start=1)
                               for r in copy.removed],
                   "flagged": [], "withheld": list(self.withheld), "replaced": None}
         if not self.active or text is None:
             return text, report
-        for kind, pattern in (("url", URL), ("email", EMAIL), ("phone", PHONE), ("command", COMMAND)):
+        for kind, pattern in (("url", URL), ("email", EMAIL), ("phone", PHONE),
+                              ("command", COMMAND)):
             for m in pattern.finditer(text):
                 value = (m.group(1) if kind == "command" else m.group(0)).rstrip(".,;:!?")
                 if kind == "url" and "@" in text[max(0, m.start() - 1):m.start()]:
@@ -148,7 +159,8 @@ class Screen:
                 where = self.origin(kind, value)
                 if where != "kept" and (kind != "command" or where == "removed"):
                     report["flagged"].append({"kind": kind, "value": value,
-                                              "where": "nur in markiertem Text" if where else "in keiner Quelle"})
+                                              "where": "nur in markiertem Text" if where
+                                              else "in keiner Quelle"})
         if any(shares_words(text, r["text"], COPY_WORDS) for n in neutral for r in n.removed):
             report["replaced"] = "kopiert entfernten Text"
         elif any(shares_words(text, p, LEAK_WORDS) for p in prompts):
@@ -157,7 +169,8 @@ class Screen:
             text = without_removed(text)
         if report["replaced"]:
             text = answer.NO_INFO
-        for item in report["flagged"] + report["withheld"]:  # the model's values, masked like the answer (rag/privacy/mask.py)
+        # the model's values, masked like the answer (rag/privacy/mask.py)
+        for item in report["flagged"] + report["withheld"]:
             item["value"] = mask(item["value"])
         return text, report
 
@@ -187,9 +200,11 @@ def run(case):
 
 
 def describe(report, colour=False):
-    """The reader's lines for a guard report ("" when there is nothing to say); red with colour=True.
+    """The reader's lines for a guard report ("" when there is nothing to say); red with
+    colour=True.
 
-    Example: {"flagged": [{"kind": "url", "value": "https://x.example", "where": "in keiner Quelle"}], …}
+    Example: {"flagged": [{"kind": "url", "value": "https://x.example",
+                           "where": "in keiner Quelle"}], …}
     -> "Prüfung: nicht in den Quellen: https://x.example (in keiner Quelle)"
     """
     if not report:
@@ -198,9 +213,10 @@ def describe(report, colour=False):
     out = []
     if report.get("replaced"):
         out.append(red(f"Antwort ersetzt ({report['replaced']}): {answer.NO_INFO}"))
-    if report.get("withheld"):  # the value itself stays out of the terminal (it is in --json and the audit log)
-        out.append(red(f"Zurückgehalten: {len(report['withheld'])} Link(s)/Kontaktangabe(n) aus markiertem "
-                         f"Text oder aus keiner Quelle"))
+    # the value itself stays out of the terminal (it is in --json and the audit log)
+    if report.get("withheld"):
+        out.append(red(f"Zurückgehalten: {len(report['withheld'])} Link(s)/Kontaktangabe(n) aus "
+                         f"markiertem Text oder aus keiner Quelle"))
     if report.get("flagged"):
         out.append(red("Prüfung: nicht in den Quellen: "
                          + ", ".join(f"{f['value']} ({f['where']})" for f in report["flagged"])))

@@ -5,7 +5,8 @@
     -> [Check("grounding", "ok", {…}), Check("echo", "ok"),
         Check("support", "changed", {…}, text="… [2]."),
         Check("citations", "ok", {"cited": [2], "valid": [2], "unknown": []}),
-        Check("facts", "ok", []), Check("guard", "ok", {…}), Check("see_also", "ok", [{"n": 3, …}])]
+        Check("facts", "ok", []), Check("guard", "ok", {…}),
+        Check("see_also", "ok", [{"n": 3, …}])]
 
 CHECKS is the order; each check reads the text the one before it left (rag/check/record.py):
     grounding  a fact answer whose facts stand only in passages about something else: withdrawn

@@ -1,13 +1,16 @@
-"""The runners-up: up to two sources the answer did not cite, each from another section, so a reader whose
-answer is the wrong section is one click from the right one. The core picks them once; every door shows them.
+"""The runners-up: up to two sources the answer did not cite, each from another section, so a reader
+whose answer is the wrong section is one click from the right one. The core picks them once; every
+door shows them.
 
-    pick(sources, cited=[1])   # [1] a.md › A, [2] a.md › A (the same section again), [3] b.md › B, [4] c.md › C
+    pick(sources, cited=[1])
+    # [1] a.md › A, [2] a.md › A (the same section again), [3] b.md › B, [4] c.md › C
     -> [{"n": 3, "path": "b.md", "heading": "B"}, {"n": 4, "path": "c.md", "heading": "C"}]
     line(that, refused=False)  -> "Siehe auch: [3] b.md › B, [4] c.md › C"
-    line(that, refused=True)   -> "Vielleicht hilft: [3] b.md › B, [4] c.md › C"   (after "Dazu habe ich keine Information.")
+    line(that, refused=True)   -> "Vielleicht hilft: [3] b.md › B, [4] c.md › C"
+        (after "Dazu habe ich keine Information.")
 
-A section is a page's heading path (path and heading): a chunk of the cited section is no runner-up, and
-two chunks of one section count once. The sources keep their rank order, so the best come first.
+A section is a page's heading path (path and heading): a chunk of the cited section is no runner-up,
+and two chunks of one section count once. The sources keep their rank order, so the best come first.
 
 Does not handle: sections that differ only in wording (two pages about the same thing both count).
 """
@@ -17,9 +20,10 @@ LIMIT = 2  # runners-up at most: more would be a second source list
 
 
 def pick(sources, cited=(), limit=LIMIT):
-    """Up to `limit` sources as [{"n", "path", "heading"}] (n: 1-based, as in the numbered source list), best
-    first, none from a cited section and no two from the same one. cited: the answer's valid [n]; numbers
-    outside the list are ignored. A refusal cites nothing, so it gets the best sections."""
+    """Up to `limit` sources as [{"n", "path", "heading"}] (n: 1-based, as in the numbered source
+    list), best first, none from a cited section and no two from the same one. cited: the answer's
+    valid [n]; numbers outside the list are ignored. A refusal cites nothing, so it gets the best
+    sections."""
     seen = {(sources[n - 1].path, sources[n - 1].heading) for n in cited if 1 <= n <= len(sources)}
     found = []
     for n, source in enumerate(sources, start=1):
@@ -34,15 +38,19 @@ def pick(sources, cited=(), limit=LIMIT):
 
 
 def label(entry):
-    """Example: {"n": 2, "path": "a.md", "heading": "A › B"} -> "[2] a.md › A › B"; without heading "[2] a.md" """
-    return f"[{entry['n']}] {entry['path']}" + (f" › {entry['heading']}" if entry.get("heading") else "")
+    """Example: {"n": 2, "path": "a.md", "heading": "A › B"} -> "[2] a.md › A › B";
+    without heading "[2] a.md" """
+    return f"[{entry['n']}] {entry['path']}" + (f" › {entry['heading']}" if entry.get("heading")
+                                                else "")
 
 
 def line(entries, refused=False):
-    """The one line a door shows under the answer ("" without runners-up); refused: the answer is the refusal."""
+    """The one line a door shows under the answer ("" without runners-up); refused: the answer is
+    the refusal."""
     if not entries:
         return ""
-    return ("Vielleicht hilft: " if refused else "Siehe auch: ") + ", ".join(label(e) for e in entries)
+    return (("Vielleicht hilft: " if refused else "Siehe auch: ")
+            + ", ".join(label(e) for e in entries))
 
 
 def run(case):

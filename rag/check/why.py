@@ -4,7 +4,8 @@ come from when the model did not write them.
     why(Answer(text="Dazu habe ich keine Information.", llm_called=False, …))
     -> "kein LLM-Aufruf: zu wenig Belege im Wiki; die nächsten Kandidaten:"
     why(Answer(answered_by="source", answerable={"judged": [{"n": 2, "p_yes": 0.99}], …}, …))
-    -> "Schritte wörtlich aus der Quelle übernommen, nicht vom Modell geschrieben; geprüft: [2] …"
+    -> "Schritte wörtlich aus der Quelle übernommen, nicht vom Modell geschrieben;
+       geprüft: [2] …"
 
 The terminal prints it in brackets after the answer, the web page under "Nicht im Wiki", --json and
 the API as "why". A reason that ends in "die Kandidaten:" is followed by the sources a reader may

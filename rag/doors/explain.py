@@ -3,12 +3,14 @@ question, the table of tuned numbers (rag/tuned.py).
 
     1. gefunden   Suchtext: mailbox anleg …
                   Modus: hybrid; Suchstufe: strict; Abdeckung 100%; bester Kosinus 0.919
+                  Quelle [2] gefunden über die Frage: „Wie lege ich ein Postfach an?“
     2. erweitert  [2] Chunks 3, 4 (der ganze Abschnitt, seine Schritte darunter)
     3. gewählt    Rang Kosinus Überschrift Form Substanz Einleitung Verweis Rolle = Punkte
                   → [2] 0.50 0.00 0.67 1 1.00 0 0 0 = 1.0735
     4. beurteilt  am Abschnitt [2]: P(ja) 0.99 ≥ 0.55 (rag/answer/judge.py)
     5. gefragt    Abschnitt [2] wörtlich, nicht vom Modell geschrieben
-    6. geprüft    grounding ok · echo ok · support ok · citations ok · facts ok · guard ok · …
+    6. geprüft    grounding ok · echo ok · support ok · citations ok · facts ok · guard ok ·
+                  …
 
 Stages 1 to 3 come before the answer (the core's "sources" and "chosen" events), 4 to 6 after it
 (its Answer). Each line reads what the core decided; nothing is worked out again here. A fact
@@ -28,8 +30,8 @@ PAD = " " * 14  # the lines under a stage's first one
 
 
 def found(result, out):
-    """1. gefunden: the search text, mode, stage, coverage, cosine, and what the floor said (a
-    Retrieval)."""
+    """1. gefunden: the search text, mode, stage, coverage, cosine, what the floor said, and which
+    question written at index time found a source (rag/search/questions.py) (a Retrieval)."""
     cosine = "-" if result.best_cosine is None else f"{result.best_cosine:.3f}"
     print(f"1. gefunden   Suchtext: {result.query_text}", file=out)
     print(f"{PAD}Modus: {result.mode}; Suchstufe: {result.strategy or 'keine'}; "
@@ -45,9 +47,14 @@ def found(result, out):
     if result.weak:
         print(f"{PAD}Belege zu schwach: {result.weak_reason}", file=out)
     if result.query_prefix is not None:
-        print(f'{PAD}Präfix: "{result.query_prefix}" (vor der Frage, nur fürs Embedding)', file=out)
+        print(f'{PAD}Präfix: "{result.query_prefix}" (vor der Frage, nur fürs Embedding)',
+              file=out)
     for kept in result.pii_kept:  # business contacts and RAG_PII_KEEP values (rag/privacy/mask.py)
         print(PAD + privacy.describe_kept(kept), file=out)
+    for n, source in enumerate(result.sources, start=1):  # questions of build_index.py --questions
+        question = result.found_by.get(source.doc_id)
+        if question:
+            print(f"{PAD}Quelle [{n}] gefunden über die Frage: „{question}“", file=out)
 
 
 def widened(result, out):
@@ -61,7 +68,8 @@ def widened(result, out):
 
 
 def chosen(choice, out):
-    """3. gewählt: the signals the one chooser weighs per source, its first finalist marked "→"."""
+    """3. gewählt: the signals the one chooser weighs per source, its first finalist marked
+    "→"."""
     first = choice.order[0] if choice.order else None
     header = " ".join(SIGNAL_NAMES[f] for f in choose.Signals._fields)
     print(f"3. gewählt    {header} = Punkte", file=out)

@@ -29,7 +29,8 @@ class Busy(Exception):
 class Gate:
     """At most `slots` questions at once and `queue` more waiting; beyond that Busy, at once.
 
-    Example: Gate(1, 0): a second question while the first runs -> Busy("… bitte in 10 s erneut …")
+    Example: Gate(1, 0): a second question while the first runs
+             -> Busy("… bitte in 10 s erneut …")
     """
 
     def __init__(self, slots, queue):

@@ -1,6 +1,6 @@
 "use strict";
 // The answer's Markdown as DOM nodes, for rag/doors/page.html (the server puts this file into the
-// page, web.py page_text). Every text goes in with textContent or createTextNode, never as HTML:
+// page, pages.py page_text). Every text goes in with textContent or createTextNode, never as HTML:
 // a "<br>" or an onerror= of a wiki page shows as text. What it renders:
 //   ```sh … ```       a code block: <pre><code> with a "Kopieren" button (a fence still open while
 //                     the answer streams runs to the end)

@@ -33,7 +33,8 @@ def report(args):
 
 
 def serve(args):
-    """The long-running doors: the same core, their own formats (rag/doors/web.py, rag/doors/mcp_server.py)."""
+    """The long-running doors: the same core, their own formats (rag/doors/web.py,
+    rag/doors/mcp_server.py)."""
     from rag.doors import mcp_server
     from rag.doors import web
     settings = flags.settings_from(args)

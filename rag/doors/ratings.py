@@ -56,8 +56,8 @@ def since_days(text, default):
         return None
     found = SINCE.fullmatch(str(text).strip().lower())
     if not found or int(found.group(1)) < 1:
-        raise feedback.FeedbackError(f"Zeitraum {text!r} gibt es nicht – Tage angeben, z. B. 30d, "
-                                     f"oder alle")
+        raise feedback.FeedbackError(f"Zeitraum {text!r} gibt es nicht – Tage angeben, z. B. "
+                                     f"30d, oder alle")
     return int(found.group(1))
 
 

@@ -1,17 +1,21 @@
-"""The terminal door of ask_rag.py: the core's events as lines on the terminal, one question or a --chat.
+"""The terminal door of ask_rag.py: the core's events as lines on the terminal, one question or a
+--chat.
 
-    done = show(core.ask("Wie lege ich eine Mailbox an?", settings), args)   # prints the answer as it streams
-    print_answer(done, sys.stdout)   # -> "Quellen:\n  [1] mail/mailbox-anlegen.md › Anlegen  (Score 0.0323; …)"
+    done = show(core.ask("Wie lege ich eine Mailbox an?", settings), args)
+    # prints the answer as it streams
+    print_answer(done, sys.stdout)
+    # -> "Quellen:\n  [1] mail/mailbox-anlegen.md › Anlegen  (Score 0.0323; …)"
 
 `args` are ask_rag.py's flags (rag/doors/flags.py): --json, --explain, --show-prompt, --show-context
 decide what is printed. Expected failures print one German line "Fehler: …" on stderr and exit.
 
 While the model is asked, one status line on stderr says what the wait is for (not with --json):
     4 Quellen gefunden · prüfe, ob sie die Frage beantworten …
-On a terminal it counts the seconds ("… 3 s") and the first answer byte replaces it; into a pipe it is
-printed once, as a plain line.
+On a terminal it counts the seconds ("… 3 s") and the first answer byte replaces it; into a pipe
+it is printed once, as a plain line.
 
-Does not handle: colours other than the guard's (NO_COLOR switches those off), terminal width, paging.
+Does not handle: colours other than the guard's (NO_COLOR switches those off), terminal width,
+paging.
 """
 import json
 import os
@@ -31,19 +35,23 @@ from rag.search import expand
 
 
 TICK = 1.0  # seconds between two updates of the status line's running count (terminal only)
-WAITING = {"check": "prüfe, ob sie die Frage beantworten …", "answer": "warte auf die Antwort des Modells …",
-           "section": "prüfe, ob der beste Abschnitt die Frage beantwortet …"}  # core's "asking" events
+# core's "asking" events
+WAITING = {"check": "prüfe, ob sie die Frage beantworten …",
+           "answer": "warte auf die Antwort des Modells …",
+           "section": "prüfe, ob der beste Abschnitt die Frage beantwortet …"}
 CLEAR = "\r\033[K"  # back to the line's start, erase it
 
 
 def status_line(found, asking):
-    """Example: status_line(4, "check") -> "4 Quellen gefunden · prüfe, ob sie die Frage beantworten …" """
+    """Example: status_line(4, "check")
+    -> "4 Quellen gefunden · prüfe, ob sie die Frage beantworten …" """
     return f"{found} {'Quelle' if found == 1 else 'Quellen'} gefunden · {WAITING[asking]}"
 
 
 class Status:
     """The status line on stderr while the model is asked. Into a pipe: printed once. On a terminal:
-    rewritten about once a second by a small thread with the seconds waited ("… 3 s"), erased by clear()."""
+    rewritten about once a second by a small thread with the seconds waited ("… 3 s"), erased by
+    clear()."""
     shown = None  # the Status on the terminal now, for interrupted()
 
     def __init__(self, err=None):
@@ -70,7 +78,8 @@ class Status:
                     self.write(f"{self.text} {int(time.monotonic() - self.started)} s")
 
     def clear(self):
-        """Stop the count and erase the line (before the first answer byte, an error line, the end)."""
+        """Stop the count and erase the line (before the first answer byte, an error line, the
+        end)."""
         if self.text is None:
             return
         self.stopped.set()
@@ -80,7 +89,8 @@ class Status:
 
 
 def fail(message, code=1):
-    """One German error line on stderr, then exit. Example: fail("x", 2) -> stderr "Fehler: x", exit code 2"""
+    """One German error line on stderr, then exit.
+    Example: fail("x", 2) -> stderr "Fehler: x", exit code 2"""
     print(f"Fehler: {message}", file=sys.stderr)
     sys.exit(code)
 
@@ -88,23 +98,28 @@ def fail(message, code=1):
 def print_searched(searched, args, out):
     """The rewritten follow-up (always), what --expand added (--explain)."""
     if searched.rewritten or searched.previous:
-        print(f"→ Gesucht: {expand.searched_line(searched.question, searched.rewritten, searched.previous)}", file=out)
+        print(f"→ Gesucht: "
+              f"{expand.searched_line(searched.question, searched.rewritten, searched.previous)}",
+              file=out)
     if args.explain and searched.expansions:
         weights = ", ".join(f"{w:g}" for w in searched.weights[1:])
-        print(f"Erweitert: {' · '.join(searched.expansions)}  (Gewicht {weights}; Frage {searched.weights[0]:g})",
+        print(f"Erweitert: {' · '.join(searched.expansions)}  (Gewicht {weights}; "
+              f"Frage {searched.weights[0]:g})",
               file=out)
     if args.explain and searched.chosen:
-        print(f"Gewählt:   {' · '.join(searched.chosen)}  (vom Modell unter den ersten Treffern)", file=out)
+        print(f"Gewählt:   {' · '.join(searched.chosen)}  (vom Modell unter den ersten Treffern)",
+              file=out)
     if args.explain and searched.feedback:
-        print(f"Rückkopplung: {' · '.join(searched.feedback)}  (Wörter der ersten Treffer, Gewicht "
-              f"{expand.PRF_WEIGHT:g})", file=out)
+        print(f"Rückkopplung: {' · '.join(searched.feedback)}  (Wörter der ersten Treffer, "
+              f"Gewicht {expand.PRF_WEIGHT:g})", file=out)
 
 
 def print_context(sources, out):
     """--show-context: each chunk as the prompt quotes it, numbered, with the guard's marks."""
     for n, s in enumerate(sources, start=1):
         marked = f" ⚠ {', '.join(f['rule'] for f in s.flags)}" if s.flags else ""
-        print(f"--- [{n}] {prompt.source_label(s)} (Chunk {s.chunk_index}){marked} ---\n{s.content}", file=out)
+        print(f"--- [{n}] {prompt.source_label(s)} (Chunk {s.chunk_index}){marked} "
+              f"---\n{s.content}", file=out)
     print("--- Ende Kontext ---", file=out)
 
 
@@ -130,13 +145,15 @@ def print_answer(done, out, shown=False):
     stream did not show it, after "→" when a check replaced what it showed), the sources, the
     checks."""
     if done.why:
-        said = f"{'→ ' if done.replaced else ''}{done.text}  " if done.replaced or not shown else ""
+        said = (f"{'→ ' if done.replaced else ''}{done.text}  " if done.replaced or not shown
+                else "")
         print(f"{said}({done.why})", file=out)
     if not done.retrieval.sources:
         print("Keine passenden Stellen im Wiki gefunden.", file=out)
         return
     refused = done.refused  # the core's: then no citation, evidence or fact lines, only the guard's
-    if done.see_also:  # "Siehe auch: [2] … › …, [3] …"; after the refusal "Vielleicht hilft: …"
+    # "Siehe auch: [2] … › …, [3] …"; after the refusal "Vielleicht hilft: …"
+    if done.see_also:
         print(see_also.line(done.see_also, refused=refused), file=out)
     print_sources(done.retrieval, None if refused else done.citations, out)
     if refused:
@@ -168,7 +185,8 @@ def show(events, args, out=sys.stdout):
         for event in events:
             if event.kind == "done":
                 return event.data, shown
-            if event.kind == "searched" and event.data.warning:  # with --json too: one line on stderr
+            # with --json too: one line on stderr
+            if event.kind == "searched" and event.data.warning:
                 print(f"Warnung: {event.data.warning}", file=sys.stderr)
             if args.json:
                 continue
@@ -207,7 +225,8 @@ def show(events, args, out=sys.stdout):
 
 
 def answer(events, args):
-    """One question's events as they stream, then --json's object or the sources and checks; returns the Answer."""
+    """One question's events as they stream, then --json's object or the sources and checks; returns
+    the Answer."""
     done, shown = show(events, args)
     if args.json:
         print(json.dumps(done.as_json(), ensure_ascii=False), flush=True)
@@ -221,9 +240,10 @@ def answer(events, args):
 
 
 def chat(args):
-    """--chat: questions from the terminal (or stdin), one after another; the questions and answers so far
-    are the history a follow-up is read against (the core uses the last two turns). Ends at an empty line
-    or EOF; a question that fails prints its error line and the session goes on (exit code 1 at the end)."""
+    """--chat: questions from the terminal (or stdin), one after another; the questions and answers
+    so far are the history a follow-up is read against (the core uses the last two turns). Ends at
+    an empty line or EOF; a question that fails prints its error line and the session goes on (exit
+    code 1 at the end)."""
     if args.question:
         fail("--chat liest die Fragen selbst – ohne Frage aufrufen: python3 ask_rag.py --chat", 2)
     history, cue, failed = [], "Frage: " if sys.stdin.isatty() else "", False
@@ -239,8 +259,10 @@ def chat(args):
         except SystemExit:  # the error line is out; the session goes on
             failed = True
             continue
-        asked = done.searched.question if done.searched else question  # the standalone form helps the next one
-        history += [{"role": "user", "content": asked}, {"role": "assistant", "content": done.text or ""}]
+        # the standalone form helps the next one
+        asked = done.searched.question if done.searched else question
+        history += [{"role": "user", "content": asked},
+                    {"role": "assistant", "content": done.text or ""}]
         if not args.json:
             print(flush=True)
     if failed:

@@ -83,7 +83,10 @@ def note(index, paths):
     words = json.loads(index.meta().get("page_words") or "{}")
     others = [f"{h}\n{c}" for i, h, c in index.texts() if i not in mine]
     others += [w for p, w in words.items() if p not in paths]
+    asked = index.questions()  # the sections' questions (rag/ingest/questions.py) go with the page
+    others += [q for p, _, _, q in asked if p not in paths]
     texts = [f"{r.heading}\n{r.content}" for r in rows] + [words.get(p, "") for p in paths]
+    texts += [q for p, _, _, q in asked if p in paths]
     shared = index.reusable([pages.text_hash(chunking.embedded_text(r.heading, r.content)) for r in rows])
     return {"paths": paths, "hashes": sorted({audit.sha256(r.content) for r in rows}), "chunks": len(rows),
             "needles": proof.needles(texts, others, paths), "keys": sorted(shared), "audit_lines": 0, "done": []}

@@ -115,7 +115,9 @@ def embed_and_store(index, todo, args, stats):
             page = pending.popleft()
             chunks = [store.Chunk(h, c, vectors[k], k, safety.scan(c), None) for (h, c), k in zip(page.chunks, page.keys)]
             remember_words(index, {page.path: page.words})  # first: a crash before the page leaves a rerun to write it
-            index.write_page(page.path, page.hash, with_search_text(chunks, index.vocab(), page.words))
+            asked = by_heading(index.questions(page.path))  # of changed sections: dropped in step 5
+            chunks = with_search_text(chunks, index.vocab(), page.words, asked)
+            index.write_page(page.path, page.hash, chunks)
             written.append((page.path, sum(k in fresh for k in page.keys), time.monotonic() - started))
 
     try:
@@ -133,12 +135,43 @@ def embed_and_store(index, todo, args, stats):
     return written
 
 
-def with_search_text(chunks, vocab, words=""):
-    """The chunks with their folded search text (heading, body) from rag/text/german.py; `words` (the
-    page's front matter title and tags, rag/ingest/chunking.py page_words) count as heading words."""
-    heading = (lambda h: f"{h}\n{words}") if words else (lambda h: h)
-    return [c._replace(search=(german.index_text(heading(c.heading), vocab), german.index_text(c.content, vocab)))
-            for c in chunks]
+def with_search_text(chunks, vocab, words="", asked=None):
+    """The chunks with their search text (search_text); asked: {heading: [question, …]}."""
+    asked = asked or {}
+    return [c._replace(search=search_text(c.heading, c.content, vocab, words,
+                                          asked.get(c.heading, ()))) for c in chunks]
+
+
+def search_text(heading, content, vocab, words="", asked=()):
+    """One chunk's folded search text (heading, body) from rag/text/german.py, composed only here:
+    `words` (the page's front matter title and tags, rag/ingest/chunking.py page_words) count as
+    heading words, `asked` (its section's questions, rag/ingest/questions.py) as body words.
+
+    Example: ("Quota", "Die Quota ist 2 GB.", vocab, "", ["Postfach voll?"])
+             -> ("quota", "die quota … postfach voll")
+    """
+    heading, body = search_parts(heading, content, words, asked)
+    return german.index_text(heading, vocab), german.index_text(body, vocab)
+
+
+def search_parts(heading, content, words="", asked=()):
+    """The two texts search_text folds.
+
+    Example: ("Quota", "2 GB.", "Mail", ["Voll?"]) -> ("Quota\nMail", "2 GB.\nVoll?")
+    """
+    return (f"{heading}\n{words}" if words else heading), "\n".join([content, *asked])
+
+
+def by_heading(rows):
+    """{heading: [question, …]} of one page's questions [(path, heading, section_hash, question)].
+
+    Example: [("a.md", "A", "9f…", "Wie …?"), ("a.md", "A", "9f…", "Was …?")]
+             -> {"A": ["Wie …?", "Was …?"]}
+    """
+    found = {}
+    for _, heading, _, question in rows:
+        found.setdefault(heading, []).append(question)
+    return found
 
 
 def remember_words(index, words):
@@ -193,10 +226,14 @@ def refresh_search(index):
     if vocab == old and meta.get("search_version") == german.SEARCH_VERSION:
         index.write_meta(vocab_dirty=0)
         return 0
-    words = json.loads(meta.get("page_words") or "{}")  # front matter title and tags (with_search_text)
-    ids = [i for i, _, _ in rows] if words else []
+    words = json.loads(meta.get("page_words") or "{}")  # front matter title and tags (search_text)
+    asked = {}  # (path, heading) -> the section's questions (rag/ingest/questions.py)
+    for path, heading, _, question in index.questions():
+        asked.setdefault((path, heading), []).append(question)
+    ids = [i for i, _, _ in rows] if words or asked else []
     paths = {i: row.path for n in range(0, len(ids), 10000) for i, row in index.sources(ids[n:n + 10000]).items()}
-    rows = [(i, "\n".join(filter(None, [h, words.get(paths.get(i))])), c) for i, h, c in rows]
+    rows = [(i, *search_parts(h, c, words.get(paths.get(i), ""), asked.get((paths.get(i), h), ())))
+            for i, h, c in rows]
     if meta.get("search_version") == german.SEARCH_VERSION:  # stored text = index_text(…, old): keep what stays
         folded = [{w for _, w in german.index_words(h + "\n" + c)} for _, h, c in rows]
         changed = german.changed_words(set().union(*folded), old, vocab)

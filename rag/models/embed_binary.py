@@ -30,9 +30,11 @@ MIN_CONTEXT = 512  # -c/-b/-ub never smaller than this
 MAX_CONTEXT = 8192  # and never larger: texts that do not fit are shortened by the caller
 DEFAULT_TIMEOUT = 120  # seconds for one llama-embedding process, plus 2 s per text
 POOLING = "mean"
-PREFIXES = {  # model family (in the file or server model name) -> (query prefix, passage prefix) it was
+# model family (in the file or server model name) -> (query prefix, passage prefix) it was
+PREFIXES = {
     "multilingual-e5": ("query: ", "passage: "),  # trained with; others get ("", "")
-    "e5-small": ("query: ", "passage: "), "e5-base": ("query: ", "passage: "), "e5-large": ("query: ", "passage: "),
+    "e5-small": ("query: ", "passage: "), "e5-base": ("query: ", "passage: "),
+    "e5-large": ("query: ", "passage: "),
 }
 MAX_TOKENS = {  # model file -> tokens per prompt (fixed position table; llama.cpp aborts beyond it)
     "multilingual-e5-small-q4_0.gguf": 512,
@@ -44,7 +46,8 @@ def prefixes_for(model):
     """(query prefix, passage prefix) for a model file name or path; unknown models get none.
 
     Example: prefixes_for("models/multilingual-e5-small-q4_0.gguf") -> ("query: ", "passage: ")
-             prefixes_for("intfloat/multilingual-e5-small") -> ("query: ", "passage: ")  # Ollama, vLLM
+             prefixes_for("intfloat/multilingual-e5-small")
+             -> ("query: ", "passage: ")  # Ollama, vLLM
              prefixes_for("gemma-3-270m-q4_k_m.gguf") -> ("", "")
     """
     name = os.path.basename(model).lower()
@@ -53,7 +56,8 @@ def prefixes_for(model):
 
 def stored_query_prefix(meta, model=""):
     """The query prefix an index was built for: meta's query_prefix, else the table entry of the
-    index's model (or `model`). Example: {"query_prefix": "query: "} -> "query: "; {} with Gemma -> ""
+    index's model (or `model`).
+    Example: {"query_prefix": "query: "} -> "query: "; {} with Gemma -> ""
     """
     if "query_prefix" in meta:
         return meta["query_prefix"]
@@ -85,7 +89,8 @@ def context_size(texts, limit=None):
 
 
 def fits(text):
-    """Does one prompt fit the largest context we ask for? build_index.py splits chunks until it does."""
+    """Does one prompt fit the largest context we ask for? build_index.py splits chunks until it
+    does."""
     return token_bound(text) <= MAX_CONTEXT
 
 
@@ -98,7 +103,8 @@ def fit_to_context(text):
 
 def run_env():
     """llama-embedding's environment: LLAMA_ARG_FIT=off skips llama.cpp's memory-fitting trial run
-    (about 0.45 s per process, bench/ask_latency.py); older builds ignore it; the caller's value wins."""
+    (about 0.45 s per process, bench/ask_latency.py); older builds ignore it; the caller's value
+    wins."""
     return {"LLAMA_ARG_FIT": "off", **os.environ}
 
 
@@ -138,10 +144,12 @@ def embed_texts(texts, binary, model, threads=None, timeout=None):
     texts = [fit_to_context(t).replace(SEPARATOR, " ") for t in texts]
     if not os.path.isfile(binary):
         raise EmbeddingError(f"llama-embedding nicht gefunden ({binary}) – einrichten mit: "
-                             f"python3 scripts/setup_llama.py oder LLAMA_EMBEDDING=/pfad/zu/llama-embedding")
+                             f"python3 scripts/setup_llama.py oder "
+                             f"LLAMA_EMBEDDING=/pfad/zu/llama-embedding")
     if not os.path.isfile(model):
         raise EmbeddingError(f"Embedding-Modell nicht gefunden ({model}) – einrichten mit: "
-                             f"python3 scripts/setup_llama.py oder RAG_EMBED_MODEL=/pfad/zu/modell.gguf")
+                             f"python3 scripts/setup_llama.py oder "
+                             f"RAG_EMBED_MODEL=/pfad/zu/modell.gguf")
     timeout = timeout or DEFAULT_TIMEOUT + 2 * len(texts)
     with tempfile.NamedTemporaryFile("w", encoding="utf-8", suffix=".txt", delete=False) as f:
         f.write(SEPARATOR.join(texts))  # no separator after the last prompt: it adds a junk vector
@@ -152,16 +160,19 @@ def embed_texts(texts, binary, model, threads=None, timeout=None):
             result = subprocess.run(cmd, capture_output=True, timeout=timeout, env=run_env())
         except subprocess.TimeoutExpired:
             raise EmbeddingError(f"llama-embedding antwortete nicht innerhalb von {timeout} s – "
-                                 f"RAG_EMBED_TIMEOUT erhöhen oder Batch verkleinern (RAG_EMBED_BATCH).")
+                                 f"RAG_EMBED_TIMEOUT erhöhen oder Batch verkleinern "
+                                 f"(RAG_EMBED_BATCH).")
         except OSError as exc:
-            raise EmbeddingError(f"llama-embedding ließ sich nicht starten ({exc.strerror}) – Pfad prüfen: {binary}")
+            raise EmbeddingError(f"llama-embedding ließ sich nicht starten ({exc.strerror}) – "
+                                 f"Pfad prüfen: {binary}")
     finally:
         os.unlink(prompt_file)
     if result.returncode != 0:
         tail = result.stderr.decode("utf-8", "replace").strip().splitlines()[-1:] or ["?"]
         if limit and TOO_LONG in tail[0]:
             return embed_too_long(texts, binary, model, threads, given_timeout, tail[0])
-        raise EmbeddingError(f"llama-embedding endete mit Code {result.returncode}: {tail[0][:200]}")
+        raise EmbeddingError(f"llama-embedding endete mit "
+                             f"Code {result.returncode}: {tail[0][:200]}")
     return parse_output(result.stdout.decode("utf-8", "replace"), len(texts))
 
 

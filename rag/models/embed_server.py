@@ -5,17 +5,18 @@
 
 Works with llama-server (`--embeddings --pooling mean`), Ollama (`http://127.0.0.1:11434`), vLLM,
 text-embeddings-inference and other servers that speak the OpenAI embeddings API. The URL may be
-the server (`http://host:port`), its OpenAI base (`…/v1`) or the endpoint itself (`…/v1/embeddings`).
-`model` is sent when a name is given (Ollama and vLLM need it); an API key goes out as
-`Authorization: Bearer …`. Every vector is checked like llama-embedding's (count, dimension,
-finite, non-zero) and L2-normalised, because not every server normalises.
+the server (`http://host:port`), its OpenAI base (`…/v1`) or the endpoint itself
+(`…/v1/embeddings`). `model` is sent when a name is given (Ollama and vLLM need it); an API key
+goes out as `Authorization: Bearer …`. Every vector is checked like llama-embedding's (count,
+dimension, finite, non-zero) and L2-normalised, because not every server normalises.
 
 Which model embedded (for the index's model check): the name given, else the one model the server
 lists on `/v1/models`, else the response's `model`; a path is cut to its file name, so llama-server
 reports "gemma-3-270m-q4_k_m.gguf" like the file the post's way records.
 
 A text longer than the model's context (llama-server: HTTP 400 "exceed_context_size_error", e.g.
-multilingual-e5 with 512 tokens) is cut to fit by embed_fitted, like rag/models/embed_binary.py does it.
+multilingual-e5 with 512 tokens) is cut to fit by embed_fitted, like rag/models/embed_binary.py does
+it.
 
 Does not handle: base64 or token-array inputs, retries, rate limits, other servers' errors for
 too-long inputs (their message is shown; Ollama and TEI truncate by themselves).
@@ -27,7 +28,8 @@ from rag.store.vectors import normalise
 
 READ_TIMEOUT = 120  # seconds for one request, plus PER_TEXT_TIMEOUT per text in it
 PER_TEXT_TIMEOUT = 2
-TOO_LONG = "exceed_context_size_error"  # llama-server's error type for a prompt longer than the context
+# llama-server's error type for a prompt longer than the context
+TOO_LONG = "exceed_context_size_error"
 
 
 class TooLong(EmbeddingError):
@@ -50,19 +52,23 @@ def model_label(name):
 
 
 def hint_start(url):
-    return http.start_hint(url, "--embeddings --pooling mean ") + " (oder --embed-url / RAG_EMBED_URL prüfen)"
+    return http.start_hint(url, "--embeddings --pooling mean ") + (" (oder --embed-url / "
+                                                                   "RAG_EMBED_URL prüfen)")
 
 
 def request(method, url, path, api_key, timeout, body=None):
-    """One HTTP call (rag/models/http.py); expected failures become EmbeddingError with one German line."""
-    server = http.Server(base_url(url), EmbeddingError, name="Embedding-Server", start_hint=hint_start(url),
-                         slow_hint="Server prüfen, RAG_EMBED_TIMEOUT erhöhen oder Batch verkleinern (RAG_EMBED_BATCH)",
-                         api_key=api_key)
+    """One HTTP call (rag/models/http.py); expected failures become EmbeddingError with one German
+    line."""
+    server = http.Server(base_url(url), EmbeddingError, name="Embedding-Server",
+                         start_hint=hint_start(url),
+                         slow_hint="Server prüfen, RAG_EMBED_TIMEOUT erhöhen oder Batch "
+                                   "verkleinern (RAG_EMBED_BATCH)", api_key=api_key)
     return server.send(method, path, timeout, json=body)
 
 
 def served_model(url, api_key=None, timeout=READ_TIMEOUT):
-    """The only model listed on /v1/models (its label), or None when the server lists none or several."""
+    """The only model listed on /v1/models (its label), or None when the server lists none or
+    several."""
     response = request("GET", url, "/v1/models", api_key, timeout)
     try:
         ids = [m["id"] for m in response.json()["data"]] if response.status_code == 200 else []
@@ -80,20 +86,22 @@ def parse_embeddings(response, url, expected):
         try:
             error = response.json()["error"]
             if error.get("type") == TOO_LONG:
-                raise TooLong(f"{where}: {error.get('message')}", int(error["n_prompt_tokens"]), int(error["n_ctx"]))
+                raise TooLong(f"{where}: {error.get('message')}", int(error["n_prompt_tokens"]),
+                              int(error["n_ctx"]))
         except (ValueError, KeyError, TypeError, AttributeError):
             pass
     if response.status_code != 200:
         raise EmbeddingError(f"{where} liefert keine Embeddings (HTTP {response.status_code}: "
-                             f"{http.error_detail(response)}) – llama-server mit --embeddings --pooling mean starten, "
-                             f"Modellname prüfen (--embed-model-name) oder --embed-via binary verwenden")
+                             f"{http.error_detail(response)}) – llama-server mit --embeddings "
+                             f"--pooling mean starten, Modellname prüfen (--embed-model-name) "
+                             f"oder --embed-via binary verwenden")
     try:
         payload = response.json()
         items = sorted(payload["data"], key=lambda item: item["index"])
         vectors = [item["embedding"] for item in items]
     except (ValueError, KeyError, TypeError):
-        raise EmbeddingError(f"{where} lieferte keine lesbare Antwort (kein JSON im OpenAI-Format) – "
-                             f"ist das ein OpenAI-kompatibler /v1/embeddings-Endpunkt?")
+        raise EmbeddingError(f"{where} lieferte keine lesbare Antwort (kein JSON im OpenAI-Format) "
+                             f"– ist das ein OpenAI-kompatibler /v1/embeddings-Endpunkt?")
     vectors = check_vectors(vectors, expected, source=where)
     return [normalise(v) for v in vectors], payload.get("model")
 
@@ -123,14 +131,16 @@ def identify(url, model_name=None, api_key=None):
     """
     _, label = embed_texts(["Test"], url, model_name, api_key)
     if not label:
-        raise EmbeddingError(f"Embedding-Server unter {base_url(url)} nennt kein eindeutiges Modell – "
-                             f"Modellnamen mit --embed-model-name / RAG_EMBED_MODEL_NAME angeben")
+        raise EmbeddingError(f"Embedding-Server unter {base_url(url)} nennt kein eindeutiges "
+                             f"Modell – Modellnamen mit --embed-model-name / "
+                             f"RAG_EMBED_MODEL_NAME angeben")
     return label
 
 
 def embed_fitted(texts, url, model_name=None, api_key=None, timeout=None):
-    """Vectors for `texts` (embed_texts without asking for the model); a batch with a text longer than
-    the context is embedded in halves, and that text is cut to the share of characters that fits.
+    """Vectors for `texts` (embed_texts without asking for the model); a batch with a text longer
+    than the context is embedded in halves, and that text is cut to the share of characters that
+    fits.
 
     Example: one text of 1,317 tokens, context 512 -> its first 496/1317 of the characters
     """

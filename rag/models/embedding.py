@@ -1,25 +1,32 @@
-"""What every way of embedding shares (llama-embedding, /v1/embeddings): the error, the vector checks, the model check.
+"""What every way of embedding shares (llama-embedding, /v1/embeddings): the error, the vector
+checks, the model check.
 
-    check_vectors([[0.6, 0.8]], 1) -> [[0.6, 0.8]];  check_vectors([[0.0, 0.0]], 1) -> EmbeddingError
+    check_vectors([[0.6, 0.8]], 1) -> [[0.6, 0.8]];
+    check_vectors([[0.0, 0.0]], 1) -> EmbeddingError
     model_mismatch({"embed_model": "e5.gguf", "embed_model_size": "9"}, "e5.gguf", "19")
-    -> ("e5.gguf (9 Bytes)", "e5.gguf (19 Bytes)")      # None when the index was built with this model
+    -> ("e5.gguf (9 Bytes)", "e5.gguf (19 Bytes)")
+    # None when the index was built with this model
 
-L2 normalisation is rag/store/vectors.py normalise (the store compares vectors by their dot product).
+L2 normalisation is rag/store/vectors.py normalise (the store compares vectors by their dot
+product).
 
-Does not handle: embedding itself (rag/models/embed_binary.py, rag/models/embed_server.py), prefixes.
+Does not handle: embedding itself (rag/models/embed_binary.py, rag/models/embed_server.py),
+prefixes.
 """
 import math
 
 
 class EmbeddingError(Exception):
-    """Embedding failed or gave something we cannot trust; the message is one German line that names the fix."""
+    """Embedding failed or gave something we cannot trust; the message is one German line that names
+    the fix."""
 
 
 def check_vectors(vectors, expected, source="llama-embedding"):
     """Raise EmbeddingError unless there are `expected` vectors of one length, finite and non-zero.
 
     Shared by llama-embedding's output and OpenAI-compatible servers (rag/models/embed_server.py).
-    Example: check_vectors([[0.6, 0.8]], 1) -> [[0.6, 0.8]];  check_vectors([[0.0, 0.0]], 1) -> EmbeddingError
+    Example: check_vectors([[0.6, 0.8]], 1) -> [[0.6, 0.8]];
+             check_vectors([[0.0, 0.0]], 1) -> EmbeddingError
     """
     if len(vectors) != expected:
         raise EmbeddingError(f"{source} lieferte {len(vectors)} statt {expected} Vektoren – "
@@ -29,7 +36,8 @@ def check_vectors(vectors, expected, source="llama-embedding"):
         raise EmbeddingError(f"{source} lieferte Vektoren unterschiedlicher Länge {sorted(dims)}.")
     for v in vectors:
         if not all(isinstance(x, (int, float)) and math.isfinite(x) for x in v):
-            raise EmbeddingError(f"{source} lieferte NaN/Inf – anderes Modell oder --pooling prüfen.")
+            raise EmbeddingError(f"{source} lieferte NaN/Inf – anderes Modell oder --pooling "
+                                 f"prüfen.")
         if not any(v):
             raise EmbeddingError(f"{source} lieferte einen Nullvektor – anderes Modell prüfen.")
     return vectors
@@ -52,6 +60,7 @@ def model_mismatch(meta, name, size=""):
 def check_dim(vec, meta):
     """The vector, if its dimension is the index's (else EmbeddingError naming the rebuild)."""
     if meta.get("dim") and str(len(vec)) != meta["dim"]:
-        raise EmbeddingError(f"Frage-Vektor hat Dimension {len(vec)}, der Index {meta['dim']} – gleiches Modell "
-                             f"verwenden oder neu bauen: python3 build_index.py --rebuild")
+        raise EmbeddingError(f"Frage-Vektor hat Dimension {len(vec)}, der Index {meta['dim']} – "
+                             f"gleiches Modell verwenden oder neu bauen: python3 build_index.py "
+                             f"--rebuild")
     return vec

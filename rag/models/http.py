@@ -1,26 +1,32 @@
-"""The one HTTP client for the model servers: timeouts that grow with the request, the API key, error lines.
+"""The one HTTP client for the model servers: timeouts that grow with the request, the API key,
+error lines.
 
-    server = Server("http://127.0.0.1:8080", LLMError, start_hint=start_hint("http://127.0.0.1:8080"))
+    server = Server("http://127.0.0.1:8080", LLMError,
+                    start_hint=start_hint("http://127.0.0.1:8080"))
     server.send("POST", "/v1/chat/completions", read_timeout(30, prompt, 40), retries=1, json=body)
-    -> the requests.Response; unreachable, silent, key refused: LLMError("llama-server unter … – …")
+    -> the requests.Response;
+       unreachable, silent, key refused: LLMError("llama-server unter … – …")
 
-Timeouts scale with what is asked: a request may take `base` seconds plus what a machine reading the prompt
-at PROMPT_FLOOR and writing at GENERATE_FLOOR tokens per second needs, so a busy machine (other processes,
-load 4 on 2 cores) is slow, not broken. A request that may be sent twice (no side effects) can get one
-retry after a timeout; the retry says so on stderr.
+Timeouts scale with what is asked: a request may take `base` seconds plus what a machine reading the
+prompt at PROMPT_FLOOR and writing at GENERATE_FLOOR tokens per second needs, so a busy machine
+(other processes, load 4 on 2 cores) is slow, not broken. A request that may be sent twice (no side
+effects) can get one retry after a timeout; the retry says so on stderr.
 
 `requests` is imported on the first request, so --retrieve-only never loads it.
 
-Does not handle: streaming itself (rag/models/llm.py reads the events), retries after a connection error
-(a server that is down stays down), rate limits.
+Does not handle: streaming itself (rag/models/llm.py reads the events), retries after a connection
+error (a server that is down stays down), rate limits.
 """
 import sys
 
 CONNECT_TIMEOUT = 5  # seconds to reach the server
-PROMPT_FLOOR = 20  # tokens per second a busy machine still reads a prompt at (assumed floor, not measured: a 1.5B
+# tokens per second a busy machine still reads a prompt at (assumed floor, not measured: a 1.5B
+PROMPT_FLOOR = 20
 #                   model on 2 free cores reads ~100–200)
-GENERATE_FLOOR = 2  # tokens per second it still writes at (assumed floor; 2 free cores: ~10–20 for 1.5B)
-BYTES_PER_TOKEN = 3  # a German token covers about 3–4 UTF-8 bytes; 3 errs on the side of more time
+# tokens per second it still writes at (assumed floor; 2 free cores: ~10–20 for 1.5B)
+GENERATE_FLOOR = 2
+# a German token covers about 3–4 UTF-8 bytes; 3 errs on the side of more time
+BYTES_PER_TOKEN = 3
 AUTH_HINT = "API-Schlüssel fehlt oder ist falsch – --api-key / RAG_API_KEY setzen"
 
 
@@ -34,7 +40,8 @@ def read_timeout(base, prompt="", max_tokens=0):
 
 
 def auth_headers(api_key):
-    """Example: auth_headers("geheim") -> {"Authorization": "Bearer geheim"}; auth_headers(None) -> {}"""
+    """Example: auth_headers("geheim") -> {"Authorization": "Bearer geheim"};
+    auth_headers(None) -> {}"""
     return {"Authorization": f"Bearer {api_key}"} if api_key else {}
 
 
@@ -69,7 +76,8 @@ def error_message(payload):
     error = payload.get("error") if isinstance(payload, dict) else None
     if isinstance(error, dict):
         error = error.get("message") or error
-    return str(error or (payload.get("detail") if isinstance(payload, dict) else None) or payload)[:200]
+    return str(error or (payload.get("detail") if isinstance(payload, dict) else None)
+               or payload)[:200]
 
 
 def error_detail(response):
@@ -81,33 +89,39 @@ def error_detail(response):
 
 
 class Server:
-    """One model server as messages name it: where it is, how to start it, which error its failures raise."""
+    """One model server as messages name it: where it is, how to start it, which error its failures
+    raise."""
 
-    def __init__(self, url, error, name="llama-server", start_hint="", slow_hint="Server prüfen", api_key=None,
-                 auth_name=None):
+    def __init__(self, url, error, name="llama-server", start_hint="", slow_hint="Server prüfen",
+                 api_key=None, auth_name=None):
         self.url, self.error, self.name, self.api_key = url, error, name, api_key
         self.start_hint, self.slow_hint, self.auth_name = start_hint, slow_hint, auth_name or name
 
     def send(self, method, path, timeout, retries=0, stream=False, **kwargs):
-        """One request to url + path; a timeout is retried `retries` times (one line on stderr each).
+        """One request to url + path; a timeout is retried `retries` times (one line on stderr
+        each).
 
         Raises self.error for: unreachable, silent for `timeout` seconds, key refused (401/403).
         """
-        import requests  # only here: importing the models (split_chat for the prompt) needs no HTTP library
+        # only here: importing the models (split_chat for the prompt) needs no HTTP library
+        import requests
 
         for attempt in range(retries + 1):
             try:
-                response = requests.request(method, self.url.rstrip("/") + path, headers=auth_headers(self.api_key),
-                                            timeout=(CONNECT_TIMEOUT, timeout), stream=stream, **kwargs)
+                response = requests.request(method, self.url.rstrip("/") + path,
+                                            headers=auth_headers(self.api_key),
+                                            timeout=(CONNECT_TIMEOUT, timeout), stream=stream,
+                                            **kwargs)
                 break
             except requests.ConnectionError:  # also a connect timeout: the server is not there
-                raise self.error(f"{self.name} unter {self.url} nicht erreichbar – {self.start_hint}") from None
+                raise self.error(f"{self.name} unter {self.url} nicht erreichbar "
+                                 f"– {self.start_hint}") from None
             except requests.Timeout:
                 if attempt < retries:
                     self.warn_retry(timeout)
                     continue
-                raise self.error(f"{self.name} unter {self.url} antwortete nicht innerhalb von {timeout} s – "
-                                 f"{self.slow_hint}") from None
+                raise self.error(f"{self.name} unter {self.url} antwortete nicht innerhalb "
+                                 f"von {timeout} s – {self.slow_hint}") from None
         if response.status_code in (401, 403):
             response.close()
             raise self.error(f"{self.auth_name} unter {self.url}: {AUTH_HINT}")

@@ -1,17 +1,19 @@
-"""Talking to a running llama-server: health, chat template, streamed completions, short JSON answers.
+"""Talking to a running llama-server: health, chat template, streamed completions, short JSON
+answers.
 
     for piece in stream_answer("http://127.0.0.1:8080", prompt, chat=False, max_tokens=160):
         print(piece, end="")
-    complete_json(url, messages, {"type": "array", "items": {"type": "string"}}, 40)   # -> ["Quota", …]
+    complete_json(url, messages, {"type": "array", "items": {"type": "string"}}, 40)
+    # -> ["Quota", …]
 
 `/v1/chat/completions` when the model has a chat template (the server applies it), else the
 post's plain prompt on `/v1/completions`, where a small base model rambles and repeats itself:
 there the answer is held to one line (a GBNF grammar) and stops at an invented source block.
 Streaming is Server-Sent Events: one `data: {…}` line per token, the last chunk carries
 `finish_reason` and `timings`, then `data: [DONE]`.
-Every request has a timeout that grows with the prompt and max_tokens (rag/models/http.py); every failure
-becomes LLMError with one German line. `split_chat` turns a chat prompt into its system and user messages.
-Other OpenAI-compatible servers work too (Ollama, vLLM): an API key goes out as
+Every request has a timeout that grows with the prompt and max_tokens (rag/models/http.py); every
+failure becomes LLMError with one German line. `split_chat` turns a chat prompt into its system and
+user messages. Other OpenAI-compatible servers work too (Ollama, vLLM): an API key goes out as
 `Authorization: Bearer …` on every request, a model name as `model`; without /props (llama-server
 only) the chat template is assumed and the model name comes from /v1/models.
 
@@ -21,22 +23,25 @@ its prompt cache. read_entry keeps both per call; total_read sums what was evalu
 stands before the first answer token on any machine. prompt_speed measures that machine once.
 
 Does not handle: tool calls, several choices, multi-line answers from the plain prompt (drop
-ONE_LINE for those), llama-server's extra fields (grammar, dry_multiplier) on servers that reject them.
+ONE_LINE for those), llama-server's extra fields (grammar, dry_multiplier) on servers that reject
+them.
 """
 import json
-import re
 
 from rag.models import http
 from rag.models.http import CONNECT_TIMEOUT
+from rag.models.answer_stream import with_prefill
 
-READ_TIMEOUT = 120  # seconds the server may stay silent between two tokens (plus the prompt's reading time)
+# seconds the server may stay silent between two tokens (plus the prompt's reading time)
+READ_TIMEOUT = 120
 TEMPERATURE = 0.0  # deterministic answers
-DRY_MULTIPLIER = 0.8  # "don't repeat yourself" sampler against loops (0 = off); plain prompt only: on the chat
-#                path it garbled copied commands ("cm user/jana.kruse/Sent" -> "cm user/jana.krUSE/Sent")
-# Plain prompt only. Measured with Gemma 3 270M base on 10 wiki questions, one line + DRY against the
-# old stop strings: about 20 instead of 157 tokens per answer, 0 instead of 6 answers stuck in a loop.
+# "don't repeat yourself" sampler against loops (0 = off); plain prompt only: on the chat path it
+# garbled copied commands ("cm user/jana.kruse/Sent" -> "cm user/jana.krUSE/Sent")
+DRY_MULTIPLIER = 0.8
+# Plain prompt only. Measured with Gemma 3 270M base on 10 wiki questions, one line + DRY against
+# the old stop strings: about 20 instead of 157 tokens per answer, 0 instead of 6 answers stuck in
+# a loop.
 # (DRY alone: 4 loops; repeat_penalty 1.3: no loops, but answers drifted off the sources.)
-LOOP_REPEATS, LOOP_WORDS = 3, 12  # until_loop(): a phrase of 2 to 12 words three times in a row ends the answer
 ONE_LINE = r'root ::= [^\n]+ "\n"'  # GBNF: one line of text, then the model has to stop
 STOP = ["<<<"]  # the model started to write a source block of its own
 
@@ -51,8 +56,9 @@ def hint_start(url):
 
 def server(url, api_key=None):
     """The answer server as rag/models/http.py reaches it."""
-    return http.Server(url, LLMError, start_hint=hint_start(url), slow_hint="Server prüfen oder neu starten",
-                       api_key=api_key, auth_name="Server")
+    return http.Server(url, LLMError, start_hint=hint_start(url),
+                       slow_hint="Server prüfen oder neu starten", api_key=api_key,
+                       auth_name="Server")
 
 
 def split_chat(prompt, system):
@@ -64,15 +70,18 @@ def split_chat(prompt, system):
     """
     head = system + "\n\n"
     if prompt.startswith(head):
-        return [{"role": "system", "content": system}, {"role": "user", "content": prompt[len(head):]}]
+        return [{"role": "system", "content": system},
+                {"role": "user", "content": prompt[len(head):]}]
     return [{"role": "user", "content": prompt}]
 
 
 def send(method, url, path, timeout, api_key=None, retries=0, **kwargs):
-    """One request, not streamed; unreachable, silent, key refused, model loading: LLMError (one line)."""
+    """One request, not streamed; unreachable, silent, key refused, model loading: LLMError (one
+    line)."""
     response = server(url, api_key).send(method, path, timeout, retries=retries, **kwargs)
     if response.status_code == 503:
-        raise LLMError(f"llama-server unter {url} lädt noch das Modell – kurz warten und erneut fragen")
+        raise LLMError(f"llama-server unter {url} lädt noch das Modell – kurz warten und erneut "
+                       f"fragen")
     return response
 
 
@@ -84,16 +93,18 @@ def get_json(url, path, timeout=CONNECT_TIMEOUT, api_key=None, missing=False):
     if path == "/health" and response.status_code == 200:
         return {}  # vLLM answers /health with an empty body
     if response.status_code != 200:
-        raise LLMError(f"llama-server unter {url} antwortete mit HTTP {response.status_code} auf {path} – "
-                       f"ist das ein llama-server?")
+        raise LLMError(f"llama-server unter {url} antwortete mit HTTP {response.status_code} "
+                       f"auf {path} – ist das ein llama-server?")
     try:
         return response.json()
     except ValueError:
-        raise LLMError(f"llama-server unter {url} lieferte kein JSON auf {path} – ist das ein llama-server?")
+        raise LLMError(f"llama-server unter {url} lieferte kein JSON auf {path} – ist das ein "
+                       f"llama-server?")
 
 
 # llama-server reports this ChatML template when the model brings none of its own (e.g. Gemma base)
-FALLBACK_TEMPLATE = "{%- for message in messages -%}\n  {{- '<|im_start|>' + message.role + '\n' + message.content"
+FALLBACK_TEMPLATE = ("{%- for message in messages -%}\n  {{- '<|im_start|>' + message.role + '\n' "
+                     "+ message.content")
 
 
 def has_own_template(template):
@@ -102,7 +113,8 @@ def has_own_template(template):
 
 
 def listed_model(url, api_key=None):
-    """The first model id on /v1/models, or None. Example: {"data": [{"id": "qwen2.5:3b"}]} -> "qwen2.5:3b" """
+    """The first model id on /v1/models, or None.
+    Example: {"data": [{"id": "qwen2.5:3b"}]} -> "qwen2.5:3b" """
     models = get_json(url, "/v1/models", api_key=api_key, missing=True) or {}
     try:
         return str(models["data"][0]["id"])
@@ -120,122 +132,49 @@ def server_info(url, api_key=None, model_name=None):
     props = get_json(url, "/props", api_key=api_key, missing=True)
     if props is None:
         model = model_name or listed_model(url, api_key) or "?"
-        return {"model": str(model).rsplit("/", 1)[-1], "chat_template": True, "build": "", "prefill": False}
+        return {"model": str(model).rsplit("/", 1)[-1], "chat_template": True, "build": "",
+                "prefill": False}
     template = props.get("chat_template") or ""
     model = model_name or props.get("model_alias") or props.get("model_path") or "?"
+    # llama-server continues an assistant message
     return {"model": str(model).rsplit("/", 1)[-1], "chat_template": has_own_template(template),
-            "build": props.get("build_info", ""), "prefill": True}  # llama-server continues an assistant message
+            "build": props.get("build_info", ""), "prefill": True}
 
 
 def http_error(response, where=""):
     """LLMError for a reply other than 200, with the server's own error message.
 
-    Example: HTTP 500 {"error": {"message": "KV-Cache voll"}} -> "llama-server meldet HTTP 500: KV-Cache voll – Server-Log prüfen"
+    Example: HTTP 500 {"error": {"message": "KV-Cache voll"}}
+             -> "llama-server meldet HTTP 500: KV-Cache voll – Server-Log prüfen"
     """
-    return LLMError(f"llama-server meldet HTTP {response.status_code}{where}: {http.error_detail(response)} – "
+    return LLMError(f"llama-server meldet "
+                    f"HTTP {response.status_code}{where}: {http.error_detail(response)} – "
                     f"Server-Log prüfen")
 
 
-def with_prefill(pieces, prefill):
-    """The pieces, beginning with `prefill` exactly once (llama-server repeats a prefilled assistant
-    message at the start of its stream; a server that does not gets it put in front).
-
-    Example: with_prefill(["Laut [2]:\n1.", " SSH"], "Laut [2]:\n1.") -> "Laut [2]:\n1.", " SSH"
-    """
-    head = ""
-    for piece in pieces:
-        if head is None:
-            yield piece
-            continue
-        head += piece
-        if len(head) < len(prefill) and prefill.startswith(head):
-            continue
-        yield head if head.startswith(prefill) else prefill + head
-        head = None
-    if head:  # the stream ended before the prefill was complete
-        yield head if head.startswith(prefill) else prefill + head
-
-
-def trimmed(pieces):
-    """The streamed pieces without the answer's leading and trailing whitespace.
-
-    Example: [" Mit", " cm", "\\n"] -> "Mit", " cm"
-    """
-    held, started = "", False  # held: whitespace, shown only if more text follows
-    for piece in pieces:
-        text = piece.rstrip()
-        if text:
-            yield held + text if started else text.lstrip()
-            held, started = piece[len(text):], True
-        else:
-            held += piece
-
-
-def until_loop(pieces, repeats=LOOP_REPEATS, longest=LOOP_WORDS):
-    """The pieces until the answer repeats itself: when its last words are one phrase of 2 to `longest` words
-    `repeats` times in a row, the stream is closed (the server stops generating) and nothing more is shown.
-    On the chat path the DRY sampler garbles copied commands, so a greedy small model can loop
-    ("… einschließlich aller Anhänge einschließlich aller Anhänge …" up to max_tokens); this ends it.
-
-    Example: ["Die Mail ", "darf 25 MB ", "groß sein", " groß sein", " groß sein", " groß sein"]
-             -> "Die Mail ", "darf 25 MB ", "groß sein", " groß sein", " groß sein"
-    """
-    words = []
-    try:
-        for piece in pieces:
-            yield piece
-            words += piece.split()  # a word cut between two pieces counts as two: a loop still repeats alike
-            if loop_length(words, repeats, longest):
-                return
-    finally:
-        if hasattr(pieces, "close"):
-            pieces.close()
-
-
-def loop_length(words, repeats=LOOP_REPEATS, longest=LOOP_WORDS):
-    """The length of the phrase of 2 to `longest` words (with a letter in it) that the last words repeat `repeats`
-    times in a row, else 0.
-
-    Example: "a b c d c d c d".split() -> 2 (phrase "c d" three times); "1. a 2. b 3. c".split() -> 0
-    """
-    for n in range(2, longest + 1):
-        tail = words[-n:]
-        if len(words) >= repeats * n and any(c.isalpha() for c in "".join(tail)) and \
-                all(words[-(k + 1) * n:-k * n] == tail for k in range(1, repeats)):
-            return n
-    return 0
-
-
-def without_loop(text, repeats=LOOP_REPEATS, longest=LOOP_WORDS):
-    """The answer with a loop that until_loop() ended kept once: what the page, the API and the log show.
-
-    Example: "Sie darf 25 MB groß sein groß sein groß sein" -> "Sie darf 25 MB groß sein"
-    """
-    spans = [m.span() for m in re.finditer(r"\S+", text)]
-    n = loop_length([text[a:b] for a, b in spans], repeats, longest)
-    return text[:spans[-(repeats - 1) * n - 1][1]] if n else text
-
-
-def stream_answer(url, prompt, chat, max_tokens, timings=None, api_key=None, model_name=None, prefill=None,
-                  system=""):
+def stream_answer(url, prompt, chat, max_tokens, timings=None, api_key=None, model_name=None,
+                  prefill=None, system=""):
     """Yield the answer text as it is generated; fill `timings` (a dict) from the last chunk.
 
-    `model_name` goes out as "model" (Ollama, vLLM need it), `api_key` as a Bearer token; chat: `system`
-    is the system message the prompt begins with (split_chat); `prefill` (chat only): the start of the
-    answer, which the model continues (llama-server).
+    `model_name` goes out as "model" (Ollama, vLLM need it), `api_key` as a Bearer token; chat:
+    `system` is the system message the prompt begins with (split_chat); `prefill` (chat only): the
+    start of the answer, which the model continues (llama-server).
     """
     body = request_body(prompt, chat, max_tokens, model_name, prefill, system)
-    pieces = stream_pieces(url, body, chat, timings, api_key, http.read_timeout(READ_TIMEOUT, prompt))
+    pieces = stream_pieces(url, body, chat, timings, api_key,
+                           http.read_timeout(READ_TIMEOUT, prompt))
     return with_prefill(pieces, prefill) if prefill and chat else pieces
 
 
 def request_body(prompt, chat, max_tokens, model_name, prefill, system):
     """The JSON of a streamed completion: chat messages, or the plain prompt held to one line."""
-    body = {"stream": True, "max_tokens": max_tokens, "temperature": TEMPERATURE, "cache_prompt": True}
+    body = {"stream": True, "max_tokens": max_tokens, "temperature": TEMPERATURE,
+            "cache_prompt": True}
     if model_name:
         body["model"] = model_name
     if chat:
-        body["messages"] = split_chat(prompt, system)  # constant system message first, then sources + question
+        # constant system message first, then sources + question
+        body["messages"] = split_chat(prompt, system)
         if prefill:
             body["messages"].append({"role": "assistant", "content": prefill})
         body["stop"] = STOP  # a small chat model, too, may go on writing a source block of its own
@@ -255,14 +194,15 @@ def stream_pieces(url, body, chat, timings, api_key, timeout):
         try:
             yield from events(response, chat, timings)
         except requests.exceptions.ChunkedEncodingError:
-            raise LLMError("Verbindung zu llama-server brach mitten in der Antwort ab – Server-Log prüfen")
+            raise LLMError("Verbindung zu llama-server brach mitten in der Antwort ab – "
+                           "Server-Log prüfen")
         except requests.exceptions.ConnectionError:
             raise LLMError(f"llama-server antwortete {timeout} s lang nicht – Server prüfen")
 
 
 def events(response, chat, timings):
-    """The text pieces of a Server-Sent Events stream; `timings` from its last chunk; LLMError for an error
-    event, an unreadable one, or a stream without [DONE]."""
+    """The text pieces of a Server-Sent Events stream; `timings` from its last chunk; LLMError for
+    an error event, an unreadable one, or a stream without [DONE]."""
     for line in response.iter_lines():
         if line.startswith(b"error:"):  # older llama-server: a separate SSE event
             line = b'data: {"error": ' + line[6:] + b"}"
@@ -274,37 +214,45 @@ def events(response, chat, timings):
         try:
             chunk = json.loads(data)
         except ValueError:
-            raise LLMError("llama-server sendete einen unlesbaren Stream-Abschnitt – Server-Version prüfen")
+            raise LLMError("llama-server sendete einen unlesbaren Stream-Abschnitt – "
+                           "Server-Version prüfen")
         if "error" in chunk:
-            raise LLMError(f"llama-server meldet mitten in der Antwort einen Fehler: {http.error_message(chunk)} – "
-                           f"Server-Log prüfen, ggf. mit größerem Kontext (-c) neu starten")
+            raise LLMError(f"llama-server meldet mitten in der Antwort einen "
+                           f"Fehler: {http.error_message(chunk)} – Server-Log prüfen, ggf. mit "
+                           f"größerem Kontext (-c) neu starten")
         if timings is not None and chunk.get("timings"):
             timings.update(chunk["timings"])
         for choice in chunk.get("choices") or []:
             piece = (choice.get("delta") or {}).get("content") if chat else choice.get("text")
             if piece:
                 yield piece
-    raise LLMError("Antwort von llama-server endete ohne [DONE] – unvollständig; Server-Log prüfen")
+    raise LLMError("Antwort von llama-server endete ohne [DONE] – unvollständig; Server-Log "
+                   "prüfen")
 
 
 SEED = 42  # fixed sampling seed for short structured calls: the same question gives the same output
-SHORT_TIMEOUT = 30  # seconds a short structured call (search phrases, a rewritten question) may take on an idle
+# seconds a short structured call (search phrases, a rewritten question) may take on an idle
+SHORT_TIMEOUT = 30
 #                   machine; plus the prompt and max_tokens at http.py's floor speeds, and one retry
 
 
-def complete_json(url, messages, schema, max_tokens, api_key=None, model_name=None, timeout=None, read=None,
-                  call="search"):
+def complete_json(url, messages, schema, max_tokens, api_key=None, model_name=None, timeout=None,
+                  read=None, call="search"):
     """One chat completion whose text must follow a JSON schema; returns the parsed JSON.
     `read` (a list): gets read_entry(call, …) of the response, what the model read of this prompt.
 
     The schema goes out as OpenAI's `response_format` (llama-server turns it into a grammar, so the
     text always parses); temperature 0, a fixed seed and no prompt cache make the answer repeatable.
-    Example: messages [{"role": "user", "content": "Drei Farben"}], {"type": "array", …} -> ["rot", "grün", "blau"]
+    Example: messages [{"role": "user", "content": "Drei Farben"}], {"type": "array", …}
+             -> ["rot", "grün", "blau"]
     """
-    body = {"messages": messages, "max_tokens": max_tokens, "temperature": TEMPERATURE, "seed": SEED,
-            "cache_prompt": False, "stream": False,  # a prompt taken partly from the cache is computed in other
-            # batches, and the output can differ (seen: another set of search phrases for the same question)
-            "response_format": {"type": "json_schema", "json_schema": {"name": "antwort", "schema": schema}}}
+    body = {"messages": messages, "max_tokens": max_tokens, "temperature": TEMPERATURE,
+            # a prompt taken partly from the cache is computed in other
+            "seed": SEED, "cache_prompt": False, "stream": False,
+            # batches, and the output can differ (seen: another set of search phrases for the same
+            # question)
+            "response_format": {"type": "json_schema",
+                                "json_schema": {"name": "antwort", "schema": schema}}}
     if model_name:
         body["model"] = model_name
     text = "".join(str(m.get("content", "")) for m in messages)
@@ -318,21 +266,26 @@ def complete_json(url, messages, schema, max_tokens, api_key=None, model_name=No
             read.append(read_entry(call, reply))
         return json.loads(reply["choices"][0]["message"]["content"])
     except (ValueError, KeyError, IndexError, TypeError, AttributeError):
-        raise LLMError(f"llama-server unter {url} lieferte kein gültiges JSON nach Schema – Server-Version prüfen")
+        raise LLMError(f"llama-server unter {url} lieferte kein gültiges JSON nach Schema – "
+                       f"Server-Version prüfen")
 
 
-# -- what the model read: prompt tokens per call, and the machine's reading speed --------------------
-CALIBRATION = " ".join(["Die Mailbox wird mit cyradm angelegt, die Quota mit sq gesetzt und mit lm geprüft."] * 10)
-#             a fixed prompt of about 256 tokens (llama-server /tokenize: Qwen2.5 250, Gemma 3 221), read once
+# -- what the model read: prompt tokens per call, and the machine's reading speed ------------------
+CALIBRATION = " ".join(["Die Mailbox wird mit cyradm angelegt, die Quota mit sq gesetzt und mit lm "
+                        "geprüft."] * 10)
+# a fixed prompt of about 256 tokens (llama-server /tokenize: Qwen2.5 250, Gemma 3 221), read once
 #             without the prompt cache
 
 
 def read_entry(call, reply):
-    """What one call read of its prompt, from its response body (or {"timings": …} of a stream's last chunk).
+    """What one call read of its prompt, from its response body (or {"timings": …} of a stream's
+    last chunk).
 
     Example: read_entry("check", {"timings": {"prompt_n": 12, "cache_n": 400}})
-             -> {"call": "check", "prompt_n": 12, "cached": 400}   (the 400 from the cache are not read again)
-             read_entry("answer", {}) -> {"call": "answer", "prompt_n": None}   (a server without timings)
+             -> {"call": "check", "prompt_n": 12, "cached": 400}
+                (the 400 from the cache are not read again)
+             read_entry("answer", {}) -> {"call": "answer", "prompt_n": None}
+                 (a server without timings)
     """
     timings = (reply or {}).get("timings") or {}
     entry = {"call": call, "prompt_n": timings.get("prompt_n")}
@@ -344,23 +297,28 @@ def read_entry(call, reply):
 def total_read(entries):
     """The prompt tokens read over all calls; None when a call's server gave no count (not 0).
 
-    Example: [{"call": "check", "prompt_n": 412}, {"call": "answer", "prompt_n": 52}] -> 464; [] -> 0
+    Example: [{"call": "check", "prompt_n": 412}, {"call": "answer", "prompt_n": 52}] -> 464;
+             [] -> 0
     """
     counts = [e.get("prompt_n") for e in entries]
     return None if None in counts else sum(counts)
 
 
 def warm(url, system, api_key=None, model_name=None):
-    """Read the fixed system message once, so llama-server's prompt cache holds it before the first question
-    (its check then reads ~160 tokens fewer). For servers the project starts itself (the demo, the evaluation,
-    the benchmarks) and at `--serve` start; best effort: the read_entry, or None when the server fails.
+    """Read the fixed system message once, so llama-server's prompt cache holds it before the first
+    question (its check then reads ~160 tokens fewer). For servers the project starts itself (the
+    demo, the evaluation, the benchmarks) and at `--serve` start; best effort: the read_entry, or
+    None when the server fails.
 
-    Example: warm("http://127.0.0.1:8080", prompt.SYSTEM) -> {"call": "warm", "prompt_n": 161, "cached": 0}
+    Example: warm("http://127.0.0.1:8080", prompt.SYSTEM)
+             -> {"call": "warm", "prompt_n": 161, "cached": 0}
     """
-    body = {"messages": [{"role": "system", "content": system}, {"role": "user", "content": ""}], "max_tokens": 1,
-            "temperature": TEMPERATURE, "cache_prompt": True, "stream": False, **({"model": model_name} if model_name else {})}
+    body = {"messages": [{"role": "system", "content": system}, {"role": "user", "content": ""}],
+            "max_tokens": 1, "temperature": TEMPERATURE, "cache_prompt": True, "stream": False,
+            **({"model": model_name} if model_name else {})}
     try:
-        response = send("POST", url, "/v1/chat/completions", http.read_timeout(SHORT_TIMEOUT, system), api_key, json=body)
+        response = send("POST", url, "/v1/chat/completions",
+                        http.read_timeout(SHORT_TIMEOUT, system), api_key, json=body)
         return read_entry("warm", response.json()) if response.status_code == 200 else None
     except (LLMError, ValueError):
         return None
@@ -370,11 +328,13 @@ def prompt_speed(url, api_key=None, model_name=None):
     """The server's reading speed from one request of CALIBRATION without the prompt cache:
     {"prompt_n", "prompt_ms", "tokens_per_s"}, or None when the server reports no timings.
 
-    Example: prompt_speed("http://127.0.0.1:8080") -> {"prompt_n": 250, "prompt_ms": 1470.6, "tokens_per_s": 170.0}
+    Example: prompt_speed("http://127.0.0.1:8080")
+             -> {"prompt_n": 250, "prompt_ms": 1470.6, "tokens_per_s": 170.0}
     """
-    body = {"prompt": CALIBRATION, "max_tokens": 1, "temperature": TEMPERATURE, "cache_prompt": False,
-            "stream": False, **({"model": model_name} if model_name else {})}
-    response = send("POST", url, "/v1/completions", http.read_timeout(SHORT_TIMEOUT, CALIBRATION), api_key, json=body)
+    body = {"prompt": CALIBRATION, "max_tokens": 1, "temperature": TEMPERATURE,
+            "cache_prompt": False, "stream": False, **({"model": model_name} if model_name else {})}
+    response = send("POST", url, "/v1/completions", http.read_timeout(SHORT_TIMEOUT, CALIBRATION),
+                    api_key, json=body)
     if response.status_code != 200:
         raise http_error(response, " bei der Kalibrierung")
     try:

@@ -6,8 +6,8 @@ what is hard to find; each line with the page to fix and its owners.
         "gaps": [{"questions": 4, "askers": 3, "examples": […], "pages": […], "folders": […],
                   "owners": {"netzwerk/vpn-windows.md": ["team-netz"]}}],
         "withheld": 1, "more_gaps": 0,
-        "downvoted": [{"id": "a-…", "time": "…", "comment": "…", "cited": [{"path", "heading"}],
-                       "owners": {…}}], "upvotes": 7,
+        "downvoted": [{"id": "a-…", "time": "…", "comment": "…",
+                       "cited": [{"path", "heading"}], "owners": {…}}], "upvotes": 7,
         "hard_to_find": [{"path", "heading", "questions", "owners"}], "sections": 180}
 
 The parts: rag/report/gaps.py (refused questions by topic), the votes of rag/audit/feedback.py,

@@ -8,9 +8,10 @@ go to the lower index, and the sums run in index order. A heap of candidate pair
 deletion makes it O(n² log n) for n questions; the similarity matrix is n²/2 dot products (one
 numpy matrix product when numpy is installed; bench/feedback.py measures both).
 
-THRESHOLDS: the cosine two questions of one topic reach, per embedding model. multilingual-e5-small
-puts even unrelated German questions near cosine 0.79 (one topic: 0.87), so its threshold is high;
-a model not listed gets THRESHOLD. RAG_REPORT_THRESHOLD overrides both.
+THRESHOLDS: the cosine two questions of one topic reach, per embedding model (rag/tuned.toml, with
+where it comes from). multilingual-e5-small puts even unrelated German questions near cosine 0.79
+(one topic: 0.87), so its threshold is high; a model not listed gets THRESHOLD.
+RAG_REPORT_THRESHOLD overrides both.
 
 Does not handle: more than a few thousand distinct questions (memory n², time n² log n), choosing
 the number of groups (the threshold decides), a question that belongs to two topics.
@@ -19,16 +20,14 @@ import heapq
 import operator
 import os
 
-from rag import config
+from rag import config, tuned
 from rag.store import vectors as vectors_module
 
 NUMPY_MIN = 100_000  # floats (questions × dimensions) from which numpy computes the cosines, if
 #                     installed: 300 questions × 384 dimensions take ~0.4 s in pure Python
-THRESHOLD = 0.9  # a model not in THRESHOLDS (the tests' keyword embedder: one topic 1.0, two 0.5)
-THRESHOLDS = {  # bench/feedback.py --threshold: 30 questions, 6 topics, the best pair F1 (0.800;
-    #             0.88: 0.548); fitted and measured on the same questions (docs/rechte.md)
-    "multilingual-e5-small-q4_0.gguf": 0.84,
-}
+THRESHOLD = tuned.value("clusters.THRESHOLD")  # a model not in THRESHOLDS (typed in by hand)
+# per embedding model, fit by `bench/feedback.py --threshold` (rag/tuned.toml)
+THRESHOLDS = tuned.value("clusters.THRESHOLDS")
 
 
 def threshold_for(model):

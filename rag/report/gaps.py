@@ -78,7 +78,7 @@ def vectors(texts, settings, meta, embed=core.embed):
     the votes is exactly the questions of this report: a question whose audit line is gone
     (--audit-days, --forget) loses its vector at the next report."""
     model = meta.get("embed_model")
-    keys = {t: f"vectors:{model}:{audit.sha256(t)}" for t in texts}
+    keys = {t: feedback.vector_key(model, t) for t in texts}
     stored = feedback.recall(settings.db, [keys[t] for t in texts if (model, t) not in cache])
     cache.update(((model, t), list(floats(base64.b64decode(stored[keys[t]]))))
                  for t in texts if keys[t] in stored)

@@ -15,7 +15,8 @@ TITLE = "# Bericht für die Autorinnen und Autoren des Wikis"
 
 
 def period(report):
-    """Example: {"days": 30, "since": "2026-04-01T…"} -> "die letzten 30 Tage (seit 2026-04-01)" """
+    """Example: {"days": 30, "since": "2026-04-01T…"}
+    -> "die letzten 30 Tage (seit 2026-04-01)" """
     if report["days"] is None:
         return "das ganze Audit-Log"
     return f"die letzten {report['days']} Tage (seit {report['since'][:10]})"
@@ -69,8 +70,8 @@ def downvote_lines(report):
 def hard_lines(report):
     lines = ["## Schwer zu finden", "",
              f"Abschnitte, die ihre eigene Frage (Seitentitel und Überschrift) nicht unter den "
-             f"ersten {hard.TOP} Treffern findet – eine bessere Überschrift oder die Wörter der "
-             f"Leser helfen; geprüft: {report['sections']} Abschnitte.", ""]
+             f"ersten {hard.TOP} Treffern findet – eine bessere Überschrift oder die Wörter "
+             f"der Leser helfen; geprüft: {report['sections']} Abschnitte.", ""]
     for item in report["hard_to_find"]:
         lines.append(f"- {where(item)} – Frage: {quoted(item['questions'])} – Owner: "
                      f"{describe(item['owners'])}")

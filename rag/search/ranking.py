@@ -33,7 +33,7 @@ import operator
 from dataclasses import dataclass, field
 
 from rag import tuned
-from rag.search import finalists
+from rag.search import finalists, questions
 from rag.search.floor import floor  # the relevance floor decides after the ranking
 from rag.search.lexical import chunk_tokens, covered, lexical_ranking, store_size
 from rag.store import sqlite as store
@@ -97,6 +97,7 @@ class Retrieval:
     weights: list = field(default_factory=list)  # … and their IDF weights: rag/answer/context.py scores sentences with them
     vocab: set = field(default_factory=set, repr=False)  # the index's compound vocabulary (rag/text/german.py)
     pii_kept: list = field(default_factory=list)  # rag/privacy/mask.py Kept: values left readable (Hotline, RAG_PII_KEEP)
+    found_by: dict = field(default_factory=dict)  # doc_id -> the index-time question that found it
 
 
 # -- vector ----------------------------------------------------------------------------------------
@@ -327,7 +328,7 @@ def retrieve(index, question, qvec, mode="hybrid", top_k=4, max_per_file=MAX_PER
             result.coverage = covered(chunk_tokens(index, rankings["lexical"][0][1]), terms, weights)
         top_weight = math.log((store_size(index) + 0.5) / 0.5 + 1)
         result.unknown = sum(w for w in weights if w >= top_weight - 1e-9) / (sum(weights) or 1.0)
-    cosines = {}
+    cosines, found = {}, None
     if mode in ("hybrid", "vector") and qvec is not None:
         qvec = normalise(qvec)
         if allowed is None:
@@ -358,6 +359,7 @@ def retrieve(index, question, qvec, mode="hybrid", top_k=4, max_per_file=MAX_PER
     else:  # the mode's own order (the lexical cascade is not sorted by BM25 alone)
         ordered = [sources[doc_id] for _, doc_id in rankings.get(mode, [])]
     result.sources = cap_per_file(ordered, top_k, max_per_file, comparable) if capped else ordered
+    result.found_by = questions.found_by(index, result, found)  # "gefunden über die Frage: …"
     if capped and qvec is not None and mode == "hybrid":  # cosine for the final sources even if outside the vector top
         fill_cosines(index, result.sources, qvec)
     return floor(result, floor_cosine, reject_cosine)

@@ -68,6 +68,10 @@ class Store(Protocol):
     def access(self) -> dict: """{path: (groups…)} of every page with a rule (rag/store/access.py)."""
     def write_access(self, rules) -> None: """Set these pages' rules ({path: groups, None = open}), one transaction."""
     def restricted_ids(self) -> set: """Doc ids of the chunks of pages with a rule (kept out of the vocabulary)."""
+    def section_rows(self) -> list: """[(doc_id, path, heading, content)], by path and index."""
+    def questions(self, path=None) -> list: """[(path, heading, section_hash, question)]."""
+    def write_questions(self, path, heading, section_hash, texts, vecs, search) -> None:
+        """One section's questions and vectors, its chunks' search text [(id, heading, body)]."""
     def finish(self, ann=None) -> None: """End of an index run (--rebuild: the new index takes the old one's place)."""
     def close(self) -> None: """Close, and release the writer lock."""
 
@@ -80,6 +84,8 @@ class Store(Protocol):
     def section(self, path, heading) -> list: """[(chunk_index, content)] of one page's chunks under one heading."""
     def vector_scan(self, q, limit, ann=None): """vectors.Scan: exact, or HNSW preselection + exact rescoring."""
     def similarities(self, q, doc_ids) -> dict: """{doc_id: q · v} with the scan's arithmetic."""
+    def has_questions(self) -> bool: """Are there questions? (rag/store/questions.py)"""
+    def questions_of(self, doc_ids) -> dict: """{doc_id: [question, …]} of their sections."""
 
 
 def wait_for(acquire, wait, label, poll=0.2):

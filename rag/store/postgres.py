@@ -11,6 +11,7 @@ Tables, in the schema `rag` (--rebuild fills `rag_rebuild` and swaps the two in 
            words: the German folding, compounds and stems are already in the text), the heading
            weighted A, with a GIN index; from ANN_MIN_CHUNKS on (or --ann) an HNSW index
     pages, vocab, meta   as in SQLite; meta also counts rows and tokens for BM25
+    questions  written for each section, with their vectors (rag/store/postgres_questions.py)
 
 Lexical: the cascade's stage becomes a tsquery ("(a | b) & (c | d:*)"); its score is BM25 as
 SQLite's FTS5 computes it (k1 1.2, b 0.75, heading 2, body 1, every phrase of the query, document
@@ -25,14 +26,13 @@ Does not handle: several indexes in one database (use one database each), pgvect
 (no HNSW), the ² or ½ kind of token (PostgreSQL's parser drops them, FTS5 keeps them).
 """
 import json
-import math
-import operator
 import sys
 
 from rag.store import access, postgres_erase, vectors
 from rag.store.postgres_text import tsquery, vector_text
 from rag.store.base import ANN_MIN_CHUNKS, LOCK_WAIT, Row, StoreError, busy_message, wait_for
 from rag.store.postgres_setup import TABLES, connect, describe, ensure_extension, masked, psycopg_module
+from rag.store.postgres_questions import MARGIN, PostgresQuestions
 
 SCHEMA, REBUILD_SCHEMA = "rag", "rag_rebuild"
 LOCK_KEY = 0x52414731  # pg_advisory_lock key ("RAG1"); advisory locks are per database
@@ -42,7 +42,6 @@ EF_SEARCH = 200  # hnsw.ef_search: candidates the graph search keeps. bench/scal
 #                  recall@10 0.962 at p95 48.5 ms (100: 0.914; 300: 0.996 at 70.6 ms)
 HNSW_OPTIONS = "m = 32, ef_construction = 128"  # pgvector's defaults (16, 64) reached 0.892 at ef_search 200
 BUILD_MEMORY = "2GB"  # maintenance_work_mem while the HNSW index is built (the graph must fit, or it crawls)
-MARGIN = 32  # exact scan: rows fetched beyond the limit, so that the rescoring rarely needs a second query
 
 BM25_SQL = f"""
 WITH phrase AS (
@@ -61,8 +60,10 @@ FROM hit h ORDER BY 1 DESC, 2 LIMIT %(limit)s
 """
 
 
-class PostgresStore:
-    """The index in a PostgreSQL database; see the module docstring."""
+class PostgresStore(PostgresQuestions):
+    """The index in a PostgreSQL database; see the module docstring. The questions of each section
+    and the exact scan over a table of vectors (stored, exact_candidates, rescore) are inherited
+    from rag/store/postgres_questions.py."""
     kind = "postgres"
 
     def __init__(self, dsn, create=False, rebuild=False, reader=None):
@@ -203,6 +204,7 @@ class PostgresStore:
     def delete_page(self, path):
         with self.conn.transaction():
             self.remove(path)
+            self.drop_questions(path)  # not in write_page: a section that stays keeps its questions
             self.conn.execute("DELETE FROM access WHERE path = %s", (path,))  # forgotten: its rule goes with it
             self.set_meta(vocab_dirty=1)
 
@@ -330,18 +332,7 @@ class PostgresStore:
                                  f"{hide}", (list(doc_ids), *params))
         return {r[0]: Row(r[0], r[1], r[2], r[3], r[4], json.loads(r[5])) for r in rows}
 
-    def stored(self, doc_ids):
-        """{doc_id: (float32 values as Python floats, |v|²)}, as rag/store/vectors.py reads them from SQLite."""
-        hide, params = self.hiding()
-        rows = self.conn.cursor(binary=True).execute(f"SELECT id, embedding::real[] FROM docs WHERE id = ANY(%s){hide}",
-                                                     (list(doc_ids), *params))
-        out = {}
-        for doc_id, values in rows:
-            exact = list(vectors.floats(vectors.pack(values)))
-            out[doc_id] = (exact, math.fsum(map(operator.mul, exact, exact)))  # = vectors.norm2, faster: no genexpr
-        return out
-
-    def similarities(self, q, doc_ids):
+    def chunk_similarities(self, q, doc_ids):
         q = q if isinstance(q, vectors.Query) else vectors.prepare(q)
         return {d: vectors.similarity(q, v, n2) for d, (v, n2) in self.stored(doc_ids).items()}
 
@@ -364,7 +355,7 @@ class PostgresStore:
                               [x for k, v in changed.items() for x in (k, str(v))])
             self.session.update(changed)
 
-    def vector_scan(self, q, limit, ann=None):
+    def chunk_scan(self, q, limit, ann=None):
         """The best `limit` (score, doc_id), scores with rag/store/vectors.py's arithmetic; exact or HNSW + rescoring."""
         q = q if isinstance(q, vectors.Query) else vectors.prepare(q)
         if self.use_ann(ann):
@@ -376,25 +367,3 @@ class PostgresStore:
                                                  "LIMIT %s", (*params, vector_text(q.values), wanted))]
             return vectors.Scan(self.rescore(q, ids, limit), "hnsw", 1, len(ids))
         return vectors.Scan(self.rescore(q, self.exact_candidates(q, limit), limit), "pgvector", 1)
-
-    def exact_candidates(self, q, limit):
-        """Every doc id that can be in the exact top `limit`: pgvector's float32 inner product over all rows,
-        kept while within 2 · error of the limit-th estimate (the bound of rag/vectors.float32_error)."""
-        meta = self.meta()
-        dim = int(meta.get("dim") or len(q.values))
-        error = (2 * dim + 16) * vectors.FLOAT32_ERROR * math.sqrt(float(meta.get("max_norm2", 1.0))) + 1e-12
-        self.settings(enable_indexscan="off")  # exact: never the HNSW index
-        fetch = limit + MARGIN
-        while True:
-            hide, params = self.hiding()
-            rows = self.conn.execute(f"SELECT id, -(embedding <#> %s::vector) FROM docs WHERE true{hide} ORDER BY 2 DESC "
-                                     "LIMIT %s", (vector_text(q.values), *params, fetch)).fetchall()
-            if not rows:
-                return []
-            kth = rows[min(limit, len(rows)) - 1][1]
-            if len(rows) < fetch or rows[-1][1] < kth - 2 * error:
-                return [d for d, estimate in rows if estimate >= kth - 2 * error]
-            fetch *= 4
-
-    def rescore(self, q, doc_ids, limit):
-        return vectors.top([(vectors.similarity(q, v, n2), d) for d, (v, n2) in self.stored(doc_ids).items()], limit)

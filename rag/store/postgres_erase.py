@@ -16,10 +16,11 @@ import os
 
 from rag.store.postgres_setup import psycopg_module
 
-SCRUBBED = ("docs", "pages", "vocab", "meta")  # the tables that hold a page's text, its words or its path
+SCRUBBED = ("docs", "pages", "vocab", "meta", "questions")  # tables with a page's text, words, path
 LEFTOVER_COLUMNS = [("docs", "heading || ' ' || content || ' ' || path || ' ' || search_heading || ' ' || "
                              "search_body || ' ' || tsv::text"),
-                    ("vocab", "word"), ("meta", "value"), ("pages", "path")]
+                    ("vocab", "word"), ("meta", "value"), ("pages", "path"),
+                    ("questions", "question || ' ' || heading || ' ' || path")]
 RELATION_FILES = """
 WITH own AS (SELECT oid, reltoastrelid FROM pg_class WHERE relnamespace = %s::regnamespace AND relkind IN ('r', 'i'))
 SELECT pg_relation_filepath(x) FROM (

@@ -20,13 +20,15 @@ from rag.store import access, vectors
 from rag.store.base import LOCK_WAIT, Row, StoreError, busy_message, wait_for
 from rag.store.sqlite_file import (connect, delete_page, fts_available, insert_chunk, load_vocab,
                                    read_meta, write_meta)
+from rag.store.sqlite_questions import SQLiteQuestions
 
 CHECKPOINT_TRIES = 25  # 0.2 s apart: a reader (ask_rag.py --serve) finishing its question frees the WAL
 FETCH_FACTOR = 2  # a restricted reader's lexical stage: rows fetched per row asked before the bound is checked;
 #                  bench/scale.py --access 0.1, 20k, 100 questions: 1 stage had to fetch more (limit + 10 rows: 46)
 TOLERANCE = 1e-9  # relative: FTS5's and Python's BM25 of the same chunk differ by rounding only
 LEFTOVER_COLUMNS = [("docs", "heading || ' ' || content || ' ' || path"), ("fts", "heading || ' ' || body"),
-                    ("vocab", "word"), ("meta", "value"), ("pages", "path")]
+                    ("vocab", "word"), ("meta", "value"), ("pages", "path"),
+                    ("questions", "question || ' ' || heading || ' ' || path")]
 
 
 def as_store(index):
@@ -44,8 +46,9 @@ def match_query(groups):
     return " AND ".join("(" + " OR ".join(phrase(w, p) for w, p in group) + ")" for group in groups)
 
 
-class SQLiteStore:
-    """The index in one SQLite file (the post's knowledge.db); see the module docstring."""
+class SQLiteStore(SQLiteQuestions):
+    """The index in one SQLite file (the post's knowledge.db); see the module docstring. The
+    questions of each section, and the vector scan with them: rag/store/sqlite_questions.py."""
     kind = "sqlite"
 
     def __init__(self, path, create=False, rebuild=False, conn=None, reader=None):
@@ -146,6 +149,7 @@ class SQLiteStore:
     def delete_page(self, path):
         with self.conn:
             delete_page(self.conn, path)
+            self.drop_questions(path)  # not in write_page: a section that stays keeps its questions
             self.conn.execute("DELETE FROM access WHERE path = ?", (path,))  # forgotten: its rule goes with it
             write_meta(self.conn, vocab_dirty=1)
 
@@ -181,6 +185,8 @@ class SQLiteStore:
         found = {}
         for table, column in LEFTOVER_COLUMNS:
             if table == "fts" and not self.has_lexical():
+                continue
+            if table == "questions" and not self.has_questions():  # (an index from before them)
                 continue
             hits = sum(self.conn.execute(f"SELECT COUNT(*) FROM {table} WHERE instr({column}, ?) > 0",
                                          (n,)).fetchone()[0] for n in needles)
@@ -346,14 +352,14 @@ class SQLiteStore:
         return self.conn.execute(f"SELECT chunk_index, content FROM docs WHERE path = ? AND heading = ?{hide} "
                                  "ORDER BY chunk_index", (path, heading, *params)).fetchall()
 
-    def vector_scan(self, q, limit, ann=None):
+    def chunk_scan(self, q, limit, ann=None):
         """Exact: every vector (rag/store/vectors.py picks python, numpy or sqlite-vec); SQLite has no ANN."""
         if ann:
             raise StoreError("--ann (HNSW) gibt es nur mit PostgreSQL (--db postgresql://…); "
                              "SQLite sucht immer exakt – --ann weglassen")
         return vectors.scan(self.conn, q, limit, hidden=self.hidden_ids())
 
-    def similarities(self, q, doc_ids):
+    def chunk_similarities(self, q, doc_ids):
         return vectors.similarities(self.conn, q, [d for d in doc_ids if d not in self.hidden_ids()])
 
 

@@ -12,6 +12,8 @@ Tables (schema version 2):
              the slot of its doc id (layout: rag/store/vectors.py, which reads them): written in place here
     fts      FTS5 table over the German search text (rag/text/german.py), rowid = docs.id
     pages    one row per indexed file: content hash, for incremental runs
+    questions, question_blocks   questions written for each section at index time, their vectors
+             packed as in vector_blocks, slot = questions.id (rag/store/sqlite_questions.py)
     access   who may read a page: (path, '') marks a page with a rule, (path, group) per group (rag/store/access.py)
     vocab    the words compounds are split against, learned from the wiki
     meta     key/value: schema_version, embed_model, embed_model_size, dim, pooling, floor_cosine
@@ -34,6 +36,14 @@ from rag.store.vectors import BLOCK_SIZE, floats, norm2, pack
 VECTOR_SCHEMA = """
 CREATE TABLE IF NOT EXISTS vector_blocks (block INTEGER PRIMARY KEY, norms BLOB NOT NULL, vecs BLOB NOT NULL);
 """  # the layout of rag/store/vectors.py
+QUESTION_SCHEMA = """
+CREATE TABLE IF NOT EXISTS questions (id INTEGER PRIMARY KEY, path TEXT NOT NULL,
+    heading TEXT NOT NULL, section_hash TEXT NOT NULL, question TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS questions_section ON questions (path, heading);
+CREATE INDEX IF NOT EXISTS questions_hash ON questions (section_hash);
+CREATE TABLE IF NOT EXISTS question_blocks (block INTEGER PRIMARY KEY, norms BLOB NOT NULL,
+    vecs BLOB NOT NULL);
+"""  # questions written for each section (rag/store/sqlite_questions.py), vectors as vector_blocks
 SCHEMA_VERSION = 2  # 1 -> 2: packed vectors in blocks (vector_blocks) instead of one row per chunk
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -51,7 +61,7 @@ CREATE TABLE IF NOT EXISTS docs (
 CREATE INDEX IF NOT EXISTS docs_hash ON docs (content_hash);
 CREATE TABLE IF NOT EXISTS pages (path TEXT PRIMARY KEY, file_hash TEXT NOT NULL, chunks INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS vocab (word TEXT PRIMARY KEY) WITHOUT ROWID;
-""" + access.SQLITE_TABLE + "\n" + VECTOR_SCHEMA
+""" + access.SQLITE_TABLE + "\n" + VECTOR_SCHEMA + QUESTION_SCHEMA
 FTS5_SECURE_DELETE = (3, 44, 0)  # FTS5's 'secure-delete' option exists from this SQLite on; older: optimize
 FTS_SCHEMA = "CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(heading, body, tokenize = 'unicode61 remove_diacritics 0')"
 
@@ -165,39 +175,39 @@ def migrate_1_to_2(conn, path):
     return str(SCHEMA_VERSION)
 
 
-def write_vector(conn, doc_id, vector):
+def write_vector(conn, doc_id, vector, table="vector_blocks"):
     """Put one vector into its slot (caller holds the transaction). Example: doc 1030 -> block 1, slot 6"""
     block, slot = divmod(doc_id, BLOCK_SIZE)
     data = pack(vector)
-    conn.execute("INSERT OR IGNORE INTO vector_blocks VALUES (?, zeroblob(?), zeroblob(?))",
+    conn.execute(f"INSERT OR IGNORE INTO {table} VALUES (?, zeroblob(?), zeroblob(?))",
                  (block, BLOCK_SIZE * 8, BLOCK_SIZE * len(data)))
-    with conn.blobopen("vector_blocks", "vecs", block) as blob:
+    with conn.blobopen(table, "vecs", block) as blob:
         if len(blob) != BLOCK_SIZE * len(data):
             raise ValueError(f"dimension {len(vector)} does not fit block {block} ({len(blob)} bytes)")
         blob.seek(slot * len(data))
         blob.write(data)
-    with conn.blobopen("vector_blocks", "norms", block) as blob:
+    with conn.blobopen(table, "norms", block) as blob:
         blob.seek(slot * 8)
         blob.write(struct.pack("<d", norm2(vector)))
 
 
-def delete_vectors(conn, doc_ids):
+def delete_vectors(conn, doc_ids, table="vector_blocks"):
     """Empty the slots of these doc ids; drop blocks left empty (caller holds the transaction)."""
     assert conn.in_transaction, "blob writes outside a transaction would commit on their own"
     touched = set()
     for doc_id in doc_ids:
         block, slot = divmod(doc_id, BLOCK_SIZE)
-        if conn.execute("SELECT 1 FROM vector_blocks WHERE block = ?", (block,)).fetchone() is None:
+        if conn.execute(f"SELECT 1 FROM {table} WHERE block = ?", (block,)).fetchone() is None:
             continue
-        with conn.blobopen("vector_blocks", "norms", block) as blob:
+        with conn.blobopen(table, "norms", block) as blob:
             blob.seek(slot * 8)
             blob.write(bytes(8))
-        with conn.blobopen("vector_blocks", "vecs", block) as blob:
+        with conn.blobopen(table, "vecs", block) as blob:
             size = len(blob) // BLOCK_SIZE
             blob.seek(slot * size)
             blob.write(bytes(size))
         touched.add(block)
     for block in sorted(touched):
-        norms = conn.execute("SELECT norms FROM vector_blocks WHERE block = ?", (block,)).fetchone()[0]
+        norms = conn.execute(f"SELECT norms FROM {table} WHERE block = ?", (block,)).fetchone()[0]
         if not any(floats(norms, "d")):
-            conn.execute("DELETE FROM vector_blocks WHERE block = ?", (block,))
+            conn.execute(f"DELETE FROM {table} WHERE block = ?", (block,))

@@ -36,14 +36,17 @@ import sys
 from array import array
 from collections import namedtuple
 
+TABLE = "vector_blocks"  # the chunks' vectors; question_blocks has the same layout
 BLOCK_SIZE = 1024  # vectors per block: 4 MB per block at D = 1,024; the scan reads whole blocks
 FORK_MIN_FLOATS = 2_000_000  # fork the Python scan from this N × D (capacity) on: a worker costs 6–14 ms CPU,
 #                  break-even on free cores ~0.5M; on cores busy with other work forking gains nothing
 FAST_MIN_FLOATS = {"sqlite-vec": 500_000, "numpy": 8_000_000}  # below this N × D, loading the module
 #                  costs more than the Python scan it saves (numpy's import alone is ~0.06 s CPU)
 FLOAT32_ERROR = 2.0 ** -24  # unit roundoff of float32: the fast paths' error is below (2·D + 16) × this × |v|
-Scan = namedtuple("Scan", "ranking method processes candidates", defaults=(None,))  # ranking: [(score, doc_id)]
-#      best first; candidates: how many an approximate preselection (HNSW, rag/store/postgres.py) handed on, else None
+Scan = namedtuple("Scan", "ranking method processes candidates questions", defaults=(None, None))
+#      ranking: [(score, doc_id)] best first; candidates: how many an approximate preselection
+#      (HNSW, rag/store/postgres.py) handed on, else None; questions: {doc_id: the generated
+#      question that scored above the chunk} (rag/store/questions.py), else None
 Query = namedtuple("Query", "values norm2")  # the normalised question as a tuple, and its |q|²
 
 
@@ -76,7 +79,7 @@ def norm2(vector):
     return math.fsum(x * x for x in floats(pack(vector)))  # a float32 squared is exact in float64
 
 
-def read_vectors(conn, doc_ids):
+def read_vectors(conn, doc_ids, table=TABLE):
     """{doc_id: (vector floats, |v|²)} of those that are stored; one blob handle per block.
 
     Example: read_vectors(conn, [7, 9999]) -> {7: ([0.12, -0.03, …], 1.0)}
@@ -85,8 +88,8 @@ def read_vectors(conn, doc_ids):
     for block in sorted({doc_id // BLOCK_SIZE for doc_id in doc_ids}):
         slots = sorted(doc_id % BLOCK_SIZE for doc_id in doc_ids if doc_id // BLOCK_SIZE == block)
         try:
-            with conn.blobopen("vector_blocks", "norms", block, readonly=True) as norms, \
-                    conn.blobopen("vector_blocks", "vecs", block, readonly=True) as vecs:
+            with conn.blobopen(table, "norms", block, readonly=True) as norms, \
+                    conn.blobopen(table, "vecs", block, readonly=True) as vecs:
                 size = len(vecs) // BLOCK_SIZE
                 for slot in slots:
                     norms.seek(slot * 8)
@@ -107,7 +110,7 @@ def by_block(doc_ids):
     return out
 
 
-def blocks(conn, share=(0, 1), hidden=None):
+def blocks(conn, share=(0, 1), hidden=None, table=TABLE):
     """Yield (first doc id, norms, vecs, dim) per block; share (k, n): only the k-th of n slices of each block.
     hidden ({block: [slot]}, by_block): those slots read as empty (norm 0), so no scan ever scores them.
 
@@ -115,8 +118,8 @@ def blocks(conn, share=(0, 1), hidden=None):
     """
     k, n = share
     lo, hi = BLOCK_SIZE * k // n, BLOCK_SIZE * (k + 1) // n
-    for (block,) in conn.execute("SELECT block FROM vector_blocks ORDER BY block").fetchall():
-        with conn.blobopen("vector_blocks", "norms", block, readonly=True) as blob:
+    for (block,) in conn.execute(f"SELECT block FROM {table} ORDER BY block").fetchall():
+        with conn.blobopen(table, "norms", block, readonly=True) as blob:
             blob.seek(lo * 8)
             norms = blob.read((hi - lo) * 8)
         if hidden and block in hidden:  # a reader's hidden pages: their slots are empty for this scan
@@ -125,16 +128,16 @@ def blocks(conn, share=(0, 1), hidden=None):
                 if lo <= slot < hi:
                     norms[(slot - lo) * 8:(slot - lo + 1) * 8] = bytes(8)
             norms = bytes(norms)
-        with conn.blobopen("vector_blocks", "vecs", block, readonly=True) as blob:
+        with conn.blobopen(table, "vecs", block, readonly=True) as blob:
             dim = len(blob) // BLOCK_SIZE // 4
             blob.seek(lo * dim * 4)
             vecs = blob.read((hi - lo) * dim * 4)
         yield block * BLOCK_SIZE + lo, norms, vecs, dim
 
 
-def size(conn):
+def size(conn, table=TABLE):
     """(blocks, dim) of the index, (0, 0) when empty: the scan's work is about blocks × BLOCK_SIZE × dim."""
-    row = conn.execute("SELECT COUNT(*), MAX(length(vecs)) FROM vector_blocks").fetchone()
+    row = conn.execute(f"SELECT COUNT(*), MAX(length(vecs)) FROM {table}").fetchone()
     return row[0], (row[1] or 0) // BLOCK_SIZE // 4
 
 
@@ -163,10 +166,10 @@ def top(scored, limit):
     return heapq.nsmallest(limit, scored, key=lambda pair: (-pair[0], pair[1]))
 
 
-def scan_python(conn, q, limit, share=(0, 1), hidden=None):
+def scan_python(conn, q, limit, share=(0, 1), hidden=None, table=TABLE):
     """[(score, doc_id)] best first over every stored vector (or one share of each block), one process."""
     scored = []
-    for first, norms, vecs, dim in blocks(conn, share, hidden):
+    for first, norms, vecs, dim in blocks(conn, share, hidden, table):
         values = floats(vecs)
         for k, v_norm2 in enumerate(floats(norms, "d")):
             if v_norm2:
@@ -186,7 +189,7 @@ def worker_count():
     return os.cpu_count() or 1
 
 
-def scan_forked(conn, q, limit, workers, hidden=None):
+def scan_forked(conn, q, limit, workers, hidden=None, table=TABLE):
     """The Python scan split over `workers` processes (os.fork): each opens its own connection, scores
     its slice of every block and sends its top list through a pipe; same result as scan_python.
 
@@ -205,13 +208,13 @@ def scan_forked(conn, q, limit, workers, hidden=None):
                 os.close(read)
                 own = sqlite3.connect(path, timeout=30)
                 with os.fdopen(write, "wb") as out:
-                    pickle.dump(scan_python(own, q, limit, (k, workers), hidden), out)
+                    pickle.dump(scan_python(own, q, limit, (k, workers), hidden, table), out)
                 status = 0
             finally:
                 os._exit(status)
         os.close(write)
         children.append((k, pid, read))
-    found = scan_python(conn, q, limit, (0, workers), hidden)
+    found = scan_python(conn, q, limit, (0, workers), hidden, table)
     for k, pid, read in children:
         with os.fdopen(read, "rb") as inp:
             try:
@@ -219,18 +222,19 @@ def scan_forked(conn, q, limit, workers, hidden=None):
             except (EOFError, pickle.UnpicklingError):
                 part = None
         _, status = os.waitpid(pid, 0)
-        found += part if part is not None and status == 0 else scan_python(conn, q, limit, (k, workers), hidden)
+        redo = part is None or status != 0
+        found += scan_python(conn, q, limit, (k, workers), hidden, table) if redo else part
     return top(found, limit)
 
 
 # -- fast paths: preselect in float32, then score exactly ------------------------------------------
-def float32_error(conn, dim):
+def float32_error(conn, dim, table=TABLE):
     """Bound on |estimate − q · v| of the float32 ways: (2·D + 16) · 2⁻²⁴ · max |v| (|q| = 1).
 
     Example: D = 384, unit vectors -> 4.7e-05
     """
-    largest = max((max(floats(norms, "d")) for norms, in conn.execute("SELECT norms FROM vector_blocks")),
-                  default=0.0)
+    rows = conn.execute(f"SELECT norms FROM {table}")
+    largest = max((max(floats(norms, "d")) for norms, in rows), default=0.0)
     return (2 * dim + 16) * FLOAT32_ERROR * math.sqrt(largest) + 1e-12
 
 
@@ -256,14 +260,14 @@ def exact_top(q, limit, kept, error):
     return top([(similarity(q, floats(v), n2), doc_id) for e, doc_id, v, n2 in kept if e >= kth - 2 * error], limit)
 
 
-def scan_numpy(conn, q, limit, hidden=None):
+def scan_numpy(conn, q, limit, hidden=None, table=TABLE):
     """float32 matrix-vector product per block (einsum, one thread), keep_candidates, exact_top."""
     import numpy as np
 
     q32 = np.asarray(q.values, dtype=np.float32)
     kept, error = [], None
-    for first, norms, vecs, dim in blocks(conn, hidden=hidden):
-        error = float32_error(conn, dim) if error is None else error
+    for first, norms, vecs, dim in blocks(conn, hidden=hidden, table=table):
+        error = float32_error(conn, dim, table) if error is None else error
         used = np.flatnonzero(np.frombuffer(norms, dtype="<f8"))
         matrix = np.frombuffer(vecs, dtype="<f4").reshape(-1, dim)
         estimates = np.einsum("ij,j->i", matrix, q32)[used]  # einsum, not @: BLAS threads spin on busy cores
@@ -281,12 +285,12 @@ WHERE substr(:norms, k * 8 + 1, 8) != zeroblob(8)
 """
 
 
-def scan_sqlite_vec(conn, q, limit, hidden=None):
+def scan_sqlite_vec(conn, q, limit, hidden=None, table=TABLE):
     """vec_distance_cosine per used slot, in SQLite; estimate = (1 − distance) · |v|; keep_candidates, exact_top."""
     q32 = pack(q.values)
     kept, error = [], None
-    for first, norms, vecs, dim in blocks(conn, hidden=hidden):
-        error = float32_error(conn, dim) if error is None else error
+    for first, norms, vecs, dim in blocks(conn, hidden=hidden, table=table):
+        error = float32_error(conn, dim, table) if error is None else error
         n2 = floats(norms, "d")
         rows = conn.execute(SLOTS_SQL, {"count": len(n2), "vecs": vecs, "norms": norms, "size": dim * 4, "q": q32})
         estimates = [(k, (1.0 - d) * math.sqrt(n2[k])) for k, d in rows]
@@ -356,34 +360,36 @@ def snapshot(conn):
         conn.commit()
 
 
-def scan(conn, q, limit, method=None, processes=None, hidden=()):
+def scan(conn, q, limit, method=None, processes=None, hidden=(), table=TABLE):
     """Score every stored vector against the normalised question q (list or Query); best `limit` first.
-    hidden: doc ids this reader may not see (rag/store/access.py); they are never scored.
+    hidden: doc ids this reader may not see (rag/store/access.py); they are never scored. table: the
+    chunks' vector_blocks, or one of the same layout (question_blocks: sqlite_questions.py).
 
     method / processes: force a way (tests, benchmarks); default: `choose`, and for the Python scan
     one process per core from FORK_MIN_FLOATS on (where os.fork exists and the index is a file).
     """
     q = q if isinstance(q, Query) else prepare(q)
-    count, dim = size(conn)
+    count, dim = size(conn, table)
     work = count * BLOCK_SIZE * dim
     method, hidden = method or choose(conn, work), by_block(hidden)
     if method == "sqlite-vec" and load_sqlite_vec(conn):
         with snapshot(conn):
-            return Scan(scan_sqlite_vec(conn, q, limit, hidden), method, 1)
+            return Scan(scan_sqlite_vec(conn, q, limit, hidden, table), method, 1)
     if method == "numpy" and numpy_available():
         with snapshot(conn):
-            return Scan(scan_numpy(conn, q, limit, hidden), method, 1)
+            return Scan(scan_numpy(conn, q, limit, hidden, table), method, 1)
     if processes is None:
         processes = worker_count() if work >= FORK_MIN_FLOATS else 1
     if not (hasattr(os, "fork") and database_path(conn)):
         processes = 1
     with snapshot(conn):
         if processes > 1:
-            return Scan(scan_forked(conn, q, limit, processes, hidden), "python", processes)
-        return Scan(scan_python(conn, q, limit, hidden=hidden), "python", 1)
+            return Scan(scan_forked(conn, q, limit, processes, hidden, table), "python", processes)
+        return Scan(scan_python(conn, q, limit, hidden=hidden, table=table), "python", 1)
 
 
-def similarities(conn, q, doc_ids):
+def similarities(conn, q, doc_ids, table=TABLE):
     """{doc_id: q · v} for a few chunks, with the scan's arithmetic. Example: {17: 0.953}"""
     q = q if isinstance(q, Query) else prepare(q)
-    return {doc_id: similarity(q, v, n2) for doc_id, (v, n2) in read_vectors(conn, doc_ids).items()}
+    stored = read_vectors(conn, doc_ids, table)
+    return {doc_id: similarity(q, v, n2) for doc_id, (v, n2) in stored.items()}

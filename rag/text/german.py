@@ -4,13 +4,14 @@
     search_tokens("Kündigungsfrist", vocab)  -> ["kuendigungsfrist", "kundigungsfrist",
                                                  "kuendigung", "frist", ...]
 
-Steps: NFC, lowercase, ä/ö/ü → ae/oe/ue and ß → ss (SQLite's remove_diacritics would make ä → a,
-so folding happens here); for words that had an umlaut, the plain-vowel spelling ("kundigung")
-is added too; compounds are split against a vocabulary (words of the wiki itself plus a small
-built-in list) with German linking elements, the whole word kept; a coarse suffix stem is added
-for every word and part ("ersatzteilen", "ersatzteile" → "ersatzteil"), and for a word with an
-umlaut the stem of its plain spelling too, so an umlaut that inflects meets its base form ("Größe" →
-"gross" as "groß", "Verträge" → "vertrag"). Stopwords are dropped from queries only.
+Steps: NFC, lowercase, ä/ö/ü → ae/oe/ue and ß → ss (SQLite's remove_diacritics would make ä
+→ a, so folding happens here); for words that had an umlaut, the plain-vowel spelling
+("kundigung") is added too; compounds are split against a vocabulary (words of the wiki itself plus
+a small built-in list) with German linking elements, the whole word kept; a coarse suffix stem is
+added for every word and part ("ersatzteilen", "ersatzteile" → "ersatzteil"), and for a word with
+an umlaut the stem of its plain spelling too, so an umlaut that inflects meets its base form
+("Größe" → "gross" as "groß", "Verträge" → "vertrag"). Stopwords are dropped from queries
+only.
 
 Does not handle: real morphology (no lemmatiser), English stemming, split verbs ("legt … an").
 """
@@ -26,16 +27,19 @@ SEARCH_VERSION = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:16]
 FOLD = str.maketrans({"ä": "ae", "ö": "oe", "ü": "ue", "ß": "ss", "ẞ": "ss"})
 PLAIN = str.maketrans({"ä": "a", "ö": "o", "ü": "u", "ß": "ss", "ẞ": "ss"})
 WORD = re.compile(r"[^\W_]+")  # letters and digits; "§", "-", "/" and "_" separate words
-MONTH_NAMES = ["januar jan jänner", "februar feb", "märz mär mrz marz", "april apr", "mai", "juni jun", "juli jul",
-               "august aug", "september sep sept", "oktober okt", "november nov", "dezember dez"]
+MONTH_NAMES = ["januar jan jänner", "februar feb", "märz mär mrz marz", "april apr", "mai",
+               "juni jun", "juli jul", "august aug", "september sep sept", "oktober okt",
+               "november nov", "dezember dez"]
+# as written ("märz") and folded ("maerz") -> 3
 MONTHS = {spelling: number for number, names in enumerate(MONTH_NAMES, 1) for name in names.split()
-          for spelling in (name, name.translate(FOLD))}  # as written ("märz") and folded ("maerz") -> 3
+          for spelling in (name, name.translate(FOLD))}
 
 MIN_PART = 4  # shortest compound part ("frist", "mail", "netz" …)
 MIN_COMPOUND = 8  # words shorter than this are never split
 LINKING = ("", "s", "es", "n", "en", "er", "e")  # Fugenelemente, tried in this order
-PREFIXES = ("zurueck", "weiter", "heraus", "herunter", "hinzu", "nach", "frei", "fest", "auf", "aus", "ein",
-            "vor", "mit", "weg", "ab", "an", "zu", "um")  # separable verbs: "anlegen" -> also "legen"
+# separable verbs: "anlegen" -> also "legen"
+PREFIXES = ("zurueck", "weiter", "heraus", "herunter", "hinzu", "nach", "frei", "fest", "auf",
+            "aus", "ein", "vor", "mit", "weg", "ab", "an", "zu", "um")
 SUFFIXES = ("ungen", "innen", "heiten", "keiten", "ern", "en", "er", "es", "em", "e", "n", "s")
 
 # Words that a small wiki may never use on their own but that appear inside compounds.
@@ -117,7 +121,8 @@ def split_compound(word, vocab, depth=0):
             first = head[:len(head) - len(link)] if link else head
             if not known(first, vocab):
                 continue
-            if first not in vocab:  # "kuendigungs" is known through its stem: use the vocabulary form
+            # "kuendigungs" is known through its stem: use the vocabulary form
+            if first not in vocab:
                 first = stem(first)
             if known(tail, vocab):
                 parts = [first, tail]
@@ -187,17 +192,20 @@ def index_text(text, vocab):
         plain = plain_variant(raw)
         if plain:
             tokens.append(plain)
-            if stem(plain) not in tokens:  # the umlaut-free stem: "Verträge" -> "vertrag" meets "Vertrag"
+            # the umlaut-free stem: "Verträge" -> "vertrag" meets "Vertrag"
+            if stem(plain) not in tokens:
                 tokens.append(stem(plain))
         out += tokens
     return " ".join(out)
 
 
 def changed_words(folded_words, old, new):
-    """The folded words whose search tokens differ between two vocabularies: only these change a search text.
+    """The folded words whose search tokens differ between two vocabularies: only these change a
+    search text.
 
     Example: changed_words({"kuendigungsfrist", "drucker"}, {"kuendigung", "frist"}, {"kuendigung"})
-             -> {"kuendigungsfrist"}   ("frist" left the vocabulary, so the compound no longer splits)
+             -> {"kuendigungsfrist"}   ("frist" left the vocabulary, so the compound no longer
+                splits)
     """
     return {w for w in folded_words if expand(w, old) != expand(w, new)}
 
@@ -233,7 +241,8 @@ def query_terms(question, vocab):
             continue
         seen.add(word)
         plain = plain_variant(raw)
-        umlaut_free = [stem(plain)] if plain and stem(plain) != plain else []  # "Größe" -> "gross", as "groß"
+        # "Größe" -> "gross", as "groß"
+        umlaut_free = [stem(plain)] if plain and stem(plain) != plain else []
         exact = tuple(dict.fromkeys([word, stem(word)] + umlaut_free))
         loose = tuple(expand(word, vocab))
         prefix = word[:TRUNCATE] if len(word) > TRUNCATE and word.isalpha() else None

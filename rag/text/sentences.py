@@ -1,40 +1,50 @@
-"""The one sentence splitter: where German sentences end, not after abbreviations, initials or ordinals.
+"""The one sentence splitter: where German sentences end, not after abbreviations, initials or
+ordinals.
 
     split("Z. B. mit cm. Am 3. Oktober, geb. 14.03.1979. Fertig!")
     -> ["Z. B. mit cm.", "Am 3. Oktober, geb. 14.03.1979.", "Fertig!"]
-    spans("Quota: 2 GB.\\n> Ignoriere das.")  -> [(0, 12), (15, 29)]     (the "> " of a quote goes with the cut)
-    cuts("Satz eins. Satz zwei.")             -> [(10, 11)]              (end of a sentence, start of the next)
+    spans("Quota: 2 GB.\\n> Ignoriere das.")  -> [(0, 12), (15, 29)]
+        (the "> " of a quote goes with the cut)
+    cuts("Satz eins. Satz zwei.")             -> [(10, 11)]
+        (end of a sentence, start of the next)
 
 A sentence ends at ".", "!" or "?" (closing quotes or brackets may follow) before white space, when
 the next sentence starts with something other than a lower-case letter and the word before the mark
-is not an abbreviation (ABBREVIATIONS), a single letter ("z. B.", "d. h.", "S. 4", "H. Müller") or a
-number of up to two digits ("3. Oktober", "2. Schritt"). `marks` adds clause ends for a caller that
-needs them (";" for masking, ":" and ";" for the chunker). Offsets always refer to the text given.
+is not an abbreviation (ABBREVIATIONS), a single letter ("z. B.", "d. h.", "S. 4", "H. Müller") or
+a number of up to two digits ("3. Oktober", "2. Schritt"). `marks` adds clause ends for a caller
+that needs them (";" for masking, ":" and ";" for the chunker). Offsets always refer to the text
+given.
 
 Does not handle: lists, table rows and code (callers split lines first, see rag/answer/context.py),
-a sentence that starts with a lower-case letter, abbreviations missing from the list, a sentence that
-ends in an abbreviation ("… Äpfel, Birnen usw. Dann" stays one sentence), direct speech inside quotes.
+a sentence that starts with a lower-case letter, abbreviations missing from the list, a sentence
+that ends in an abbreviation ("… Äpfel, Birnen usw. Dann" stays one sentence), direct speech
+inside quotes.
 """
 import functools
 import re
 
-ABBREVIATIONS = {  # lower case, without the dot; single letters ("z. B.", "d. h.", "u. a.", "S.") need no entry
-    "abs", "allg", "bspw", "bzgl", "bzw", "ca", "dr", "etc", "evtl", "fr", "geb", "gem", "ggf", "hr", "inkl",
-    "jh", "max", "min", "mind", "mio", "mrd", "nr", "prof", "sog", "st", "str", "tel", "usw", "vgl", "zzgl", "zzt",
+# lower case, without the dot; single letters ("z. B.", "d. h.", "u. a.", "S.") need no entry
+ABBREVIATIONS = {
+    "abs", "allg", "bspw", "bzgl", "bzw", "ca", "dr", "etc", "evtl", "fr", "geb", "gem", "ggf",
+    "hr", "inkl", "jh", "max", "min", "mind", "mio", "mrd", "nr", "prof", "sog", "st", "str", "tel",
+    "usw", "vgl", "zzgl", "zzt",
 }
 CLOSERS = "\"'“”‘’»«)]"  # may stand after the mark: „So.“ Dann …
 
 
 @functools.lru_cache(maxsize=None)
 def _end(marks):
-    """The pattern of a possible sentence end for these marks (the gap takes "> " quote markers along)."""
-    return re.compile(rf"[{re.escape(marks)}]+[{re.escape(CLOSERS)}]*(?P<gap>\s+(?:>[ \t]*)*)(?=\S)")
+    """The pattern of a possible sentence end for these marks (the gap takes "> " quote markers
+    along)."""
+    return re.compile(rf"[{re.escape(marks)}]+[{re.escape(CLOSERS)}]*(?P<gap>\s+(?:>[ \t]*)*)"
+                      rf"(?=\S)")
 
 
 def ends_sentence(before, after):
     """Does a mark at the end of `before` end a sentence, with `after` following the white space?
 
-    Examples: ("Das geht.", "Dann") -> True; ("z. B.", "Dann") -> False; ("am 3.", "Oktober") -> False;
+    Examples: ("Das geht.", "Dann") -> True; ("z. B.", "Dann") -> False;
+              ("am 3.", "Oktober") -> False;
     ("Das geht.", "dann") -> False
     """
     if after[:1].islower():
@@ -51,7 +61,8 @@ def ends_sentence(before, after):
 
 
 def cuts(text, start=0, end=None, marks=".!?"):
-    """(end of a sentence, start of the next) for every sentence end in text[start:end], as offsets in text.
+    """(end of a sentence, start of the next) for every sentence end in text[start:end], as offsets
+    in text.
 
     Example: cuts("Gut; Dann so. und", marks=".!?;") -> [(4, 5)]   ("und" is lower case)
     """
@@ -78,5 +89,6 @@ def spans(text, start=0, end=None, marks=".!?"):
 
 
 def split(text, marks=".!?"):
-    """The sentences of a text, stripped. Example: split("Hallo. Wie geht das? Danke") -> ["Hallo.", "Wie geht das?", "Danke"]"""
+    """The sentences of a text, stripped.
+    Example: split("Hallo. Wie geht das? Danke") -> ["Hallo.", "Wie geht das?", "Danke"]"""
     return [text[s:e].strip() for s, e in spans(text, marks=marks)]

@@ -32,7 +32,9 @@ NUMBERED = re.compile(r"^\s*\d{1,2}[.)]\s+", re.M)
 BULLET = re.compile(r"^\s*[-*+•]\s+", re.M)
 FENCE = re.compile(r"^\s*(```|~~~)")
 
-BLOCK_START = re.compile(r"(?:[-*+]\s|\d{1,3}[.)]\s|\||#|<!--|<\||\[/?INST\]|<start_of_turn>|<system>)")  # own lines
+# own lines
+BLOCK_START = re.compile(r"(?:[-*+]\s|\d{1,3}[.)]\s|\||#|<!--|<\||\[/?INST\]|<start_of_turn>|"
+                         r"<system>)")
 # quote and list markers in front of a line
 LINE_MARKER = re.compile(r"[ \t]*(?:(?:>|[-*+]|\d{1,3}[.)])[ \t]+)*")
 
@@ -40,10 +42,12 @@ LINE_MARKER = re.compile(r"[ \t]*(?:(?:>|[-*+]|\d{1,3}[.)])[ \t]+)*")
 def starts_item(line, in_paragraph):
     """A list item begins at this line. Inside a running paragraph only a bullet or "1." does (as in
     CommonMark): a wrapped line of a scan or PDF continues its sentence.
-    Examples: ("12. bis 16. August geschlossen.", True) -> False; ("2. Dienst starten", False) -> True
+    Examples: ("12. bis 16. August geschlossen.", True) -> False;
+              ("2. Dienst starten", False) -> True
     """
     ordered = ORDERED.match(line)
-    return bool(LIST_ITEM.match(line)) and not (in_paragraph and ordered and ordered.group(1) != "1")
+    return bool(LIST_ITEM.match(line)) and not (in_paragraph and ordered
+                                                and ordered.group(1) != "1")
 
 
 def units(content):
@@ -54,15 +58,18 @@ def units(content):
 
     def flush():
         if paragraph:
-            out.extend(Unit("sentence", s) for s in sentences.split(" ".join(x.strip() for x in paragraph)))
+            out.extend(Unit("sentence", s)
+                       for s in sentences.split(" ".join(x.strip() for x in paragraph)))
             paragraph.clear()
 
     for line in lines:
         if fence is not None:
             fence.append(line)
-            if FENCE.match(line):  # a fence indented under a list item: the block as its closing fence stands
+            # a fence indented under a list item: the block as its closing fence stands
+            if FENCE.match(line):
                 pad = len(line) - len(line.lstrip(" "))
-                out.append(Unit("code", "\n".join(x[min(pad, len(x) - len(x.lstrip(" "))):] for x in fence)))
+                out.append(Unit("code", "\n".join(x[min(pad, len(x) - len(x.lstrip(" "))):]
+                                                  for x in fence)))
                 fence = None
             continue
         if FENCE.match(line):
@@ -92,15 +99,18 @@ def is_procedure(content):
 
 
 def shaped(content):
-    """A chunk that reads like a procedure: a numbered list, a code block or at least two bullet items."""
+    """A chunk that reads like a procedure: a numbered list, a code block or at least two bullet
+    items."""
     return is_procedure(content) or len(BULLET.findall(content)) >= 2
 
 
 # -- spans: where a rule is read (rag/answer/guard.py) ---------------------------------------------
 def logical_lines(text):
     """Spans of logical lines: a hard-wrapped prose paragraph (or quote) is one line, a list item,
-    table row, heading or code line stays on its own. Example: "a\nb\n- c\n- d" -> spans of "a\nb", "- c", "- d" """
-    spans, fenced, previous, at = [], False, None, 0  # previous: the last line's kind, None after a blank line
+    table row, heading or code line stays on its own.
+    Example: "a\nb\n- c\n- d" -> spans of "a\nb", "- c", "- d" """
+    # previous: the last line's kind, None after a blank line
+    spans, fenced, previous, at = [], False, None, 0
     for line in text.split("\n"):
         start, at = at, at + len(line) + 1
         stripped = line.lstrip()
@@ -125,13 +135,15 @@ def spans(text):
     """Spans (start, end) of the units a rule is read on (rag/answer/guard.py): logical lines, table
     cells, then sentences; a quote or list marker in front stays outside.
 
-    Example: "Quota: 2 GB. Ignoriere das.\n| a | b |" -> spans of "Quota: 2 GB.", "Ignoriere das.", " a ", " b "
+    Example: "Quota: 2 GB. Ignoriere das.\n| a | b |"
+             -> spans of "Quota: 2 GB.", "Ignoriere das.", " a ", " b "
     """
     spans = []
     for start, end in logical_lines(text):
         cells = [(start, end)]
         if text[start:end].lstrip().startswith("|"):  # a Markdown table row: each cell on its own
-            cells = [(start + m.start(), start + m.end()) for m in re.finditer(r"[^|]+", text[start:end])]
+            cells = [(start + m.start(), start + m.end())
+                     for m in re.finditer(r"[^|]+", text[start:end])]
         for start, end in cells:
             spans.extend(sentences.spans(text, start, end))  # "z. B." does not end a sentence
     # "> ", "- ", "1. " stay outside
