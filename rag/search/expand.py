@@ -15,7 +15,7 @@ rag/search/wiki_words.py; the model is the answer server):
   both     phrases first, then the choice among what the question and the phrases found;
   prf      no model: the words that weigh most in the first results are searched in full text as
            one more ranking, weighted PRF_WEIGHT.
-The rankings are fused by weighted RRF in rag/search/ranking.py (retrieve_fused), then the per-file
+The rankings are fused by weighted RRF in rag/search/fusion.py (retrieve_fused), then the per-file
 cap and the floor. A follow-up that leans on the conversation (followups.needs_context) is searched
 together with the question before it (one more text, weighted HISTORY_WEIGHT; the follow-up's own
 ranking FOLLOWUP_WEIGHT: no model needed), and rewritten into a standalone question from the last
@@ -37,7 +37,7 @@ import time
 from rag import tuned
 from rag.privacy import mask as privacy
 from rag.search import followups
-from rag.search import ranking as search
+from rag.search import fusion
 from rag.search import wiki_words
 
 METHODS = ("phrases", "choose", "both", "prf")  # what --expand adds (see above)
@@ -73,7 +73,7 @@ def unshield(text, back):
 
 
 def feedback(searched):
-    """For search.retrieve_fused: (index, the question's own Retrieval) -> [(text, weight)]: the
+    """For fusion.retrieve_fused: (index, the question's own Retrieval) -> [(text, weight)]: the
     feedback words as one full-text query; records them in searched.feedback."""
     def from_first(index, first):
         started = time.monotonic()
@@ -176,7 +176,7 @@ def prepare(question, history=(), expand=None, ask=None, pii="mask", kinds=None,
 
 
 def chooser(searched, ask, pii="mask", kinds=None, keep=()):
-    """For search.retrieve_fused: ranked sources -> (doc ids the model chose, their weight);
+    """For fusion.retrieve_fused: ranked sources -> (doc ids the model chose, their weight);
     records the choice (and a failure, as searched.warning) in `searched`. Personal data never
     reaches the model.
 
@@ -242,9 +242,9 @@ def texts(question, searched=None):
 
 
 def retrieve(index, queries, searched, settings, **options):
-    """search.retrieve_fused over [(text, vector)] of texts() with searched's weights; with the
+    """fusion.retrieve_fused over [(text, vector)] of texts() with searched's weights; with the
     method choose or both, the model's choice among the first results is one more ranking. options:
-    retrieve()'s. No searched, no expansions, no choice: exactly search.retrieve()."""
+    retrieve()'s. No searched, no expansions, no choice: exactly ranking.py retrieve()."""
     pick = more = None
     if searched is not None and searched.method in ("choose", "both"):
         pick = chooser(searched, asker(settings.server, settings.api_key, settings.llm_model_name,
@@ -252,7 +252,7 @@ def retrieve(index, queries, searched, settings, **options):
                        settings.pii, settings.pii_kinds, settings.pii_keep)
     if searched is not None and searched.method == "prf":
         more = feedback(searched)
-    return search.retrieve_fused(index, queries, searched.weights if searched else [1.0],
+    return fusion.retrieve_fused(index, queries, searched.weights if searched else [1.0],
                                  chooser=pick, feedback=more, **options)
 
 
