@@ -13,6 +13,7 @@ from fake_server import GEMMA_TEMPLATE, FakeLlamaServer
 from rag import core
 from rag.models import llm
 from rag.search import expand
+from rag.search import wiki_words
 
 QUESTION = "Wie lege ich eine Mailbox an?"
 
@@ -315,10 +316,11 @@ def test_the_model_s_choice_among_the_first_results_moves_it_up(settings):
     listed = call["body"]["messages"][1]["content"].split("\n")
     assert listed[:3] == [f"Nachricht: {QUESTION}", "", "Abschnitte:"] and listed[3].startswith("1. ")
     (chosen,) = [s for s in done.retrieval.sources if "chosen" in s.ranks]
-    assert chosen.ranks["chosen"] == 1 and listed[5] == f"3. {expand.label(chosen.heading)}"
+    assert chosen.ranks["chosen"] == 1 and listed[5] == f"3. {wiki_words.label(chosen.heading)}"
     position = lambda retrieval: [s.doc_id for s in retrieval.sources].index(chosen.doc_id)  # noqa: E731
     assert position(done.retrieval) < position(plain.retrieval)  # one more ranking, not a new order
-    assert done.searched.chosen == [expand.label(chosen.heading)] and done.searched.expansions == []
+    assert done.searched.chosen == [wiki_words.label(chosen.heading)]
+    assert done.searched.expansions == []
     assert "choose_s" in done.timings
 
 

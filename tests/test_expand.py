@@ -11,6 +11,7 @@ from rag.privacy import mask as privacy
 from rag.search import expand
 from rag.search import followups
 from rag.search import ranking as search
+from rag.search import wiki_words
 
 MAILBOX = [{"role": "user", "content": "Wie lege ich in Cyrus IMAP eine neue Mailbox an?"},
            {"role": "assistant", "content": "Mit cyradm: cm user/vorname.nachname [1]."}]
@@ -40,24 +41,25 @@ LONG = ("Hallo zusammen, seit heute frueh ploppt bei mir im Mailprogramm dauernd
 
 
 def test_a_long_message_is_cut_to_what_it_asks():
-    assert expand.question_part(LONG) == "Wie schaffe ich am schnellsten wieder Platz, ohne dass ich was Wichtiges wegwerfe?"
+    assert wiki_words.question_part(LONG) == (
+        "Wie schaffe ich am schnellsten wieder Platz, ohne dass ich was Wichtiges wegwerfe?")
 
 
 def test_a_long_message_without_question_mark_loses_only_greeting_and_sign_off():
     text = "Moin, " + " ".join(["das Postfach ist voll"] * 16) + ". Danke, Birgit"
-    cut = expand.question_part(text)
+    cut = wiki_words.question_part(text)
     assert not cut.startswith("Moin") and "Danke" not in cut and cut.startswith("das Postfach ist voll")
 
 
 def test_a_long_message_keeps_a_question_with_an_abbreviation_whole():  # rag/text/sentences.py, not every "."
     text = ("Hallo zusammen, " + " ".join(["mein Postfach ist voll"] * 12) + ". Wie lösche ich z. B. alte Mails "
             "im Ordner Nr. 3?\nDanke, Birgit")
-    assert expand.question_part(text) == "Wie lösche ich z. B. alte Mails im Ordner Nr. 3?"
+    assert wiki_words.question_part(text) == "Wie lösche ich z. B. alte Mails im Ordner Nr. 3?"
 
 
 def test_a_short_question_stays_as_it_is():
     question = "Hallo, wie lege ich eine Mailbox an? Danke"
-    assert expand.question_part(question) == question
+    assert wiki_words.question_part(question) == question
 
 
 @pytest.mark.parametrize("question", [
@@ -108,12 +110,14 @@ def test_expansion_asks_for_phrases_of_the_question_part_and_weighs_them_below()
     model = Model(["Quota erhöhen", "quota erhöhen", "Mailbox voll", LONG, "Speicher"])
     searched = expand.prepare(LONG, expand=True, ask=model)
     assert searched.method == expand.METHOD == "phrases"
-    assert searched.expansions == ["Quota erhöhen", "Mailbox voll", "Speicher"][:expand.N_PHRASES]
+    expected = ["Quota erhöhen", "Mailbox voll", "Speicher"][:wiki_words.N_PHRASES]
+    assert searched.expansions == expected
     assert searched.weights == [1.0] + [expand.EXPANSION_WEIGHT] * len(searched.expansions)
     assert all(w < 1.0 for w in searched.weights[1:])
     (call,) = model.calls
-    assert call["schema"] == expand.PHRASES_SCHEMA and call["schema"]["maxItems"] == expand.N_PHRASES
-    assert call["messages"][1]["content"] == expand.question_part(LONG) != LONG
+    assert call["schema"] == wiki_words.PHRASES_SCHEMA
+    assert call["schema"]["maxItems"] == wiki_words.N_PHRASES
+    assert call["messages"][1]["content"] == wiki_words.question_part(LONG) != LONG
 
 
 def test_a_rewritten_follow_up_is_expanded_too():
@@ -149,7 +153,7 @@ def test_personal_data_never_reaches_the_model_but_stays_in_the_search():
 
 
 def test_model_output_that_is_no_list_gives_no_phrases():
-    assert expand.phrases("Wie lege ich eine Mailbox an?", Model({"x": 1})) == []
+    assert wiki_words.phrases("Wie lege ich eine Mailbox an?", Model({"x": 1})) == []
 
 
 def test_recent_keeps_the_last_two_turns_and_cuts_long_messages():
@@ -205,18 +209,19 @@ SOURCES = [source(1, "mail/quota.md", "Quota › Quota › Warnungen"), source(2
 
 
 def test_candidates_are_the_first_distinct_headings_as_page_and_section():
-    assert [(text, s.doc_id) for text, s in expand.candidates(SOURCES)] == [
+    assert [(text, s.doc_id) for text, s in wiki_words.candidates(SOURCES)] == [
         ("Quota › Warnungen", 1), ("VPN", 3), ("Quota › Quota erhöhen", 4), ("leer.md", 5)]
-    assert len(expand.candidates(SOURCES, limit=2)) == 2
+    assert len(wiki_words.candidates(SOURCES, limit=2)) == 2
 
 
 @pytest.mark.parametrize("reply, chosen", [([3, 1], [4, 1]), ([3, 3, 9, "2"], [4]), ({"x": 1}, [])])
 def test_the_choice_keeps_valid_numbers_once_in_order(reply, chosen):
-    listed = expand.candidates(SOURCES)
+    listed = wiki_words.candidates(SOURCES)
     model = Model(reply)
-    assert [s.doc_id for _, s in expand.choose("Postfach voll?", listed, model)] == chosen
+    assert [s.doc_id for _, s in wiki_words.choose("Postfach voll?", listed, model)] == chosen
     (call,) = model.calls
-    assert call["schema"]["items"]["maximum"] == len(listed) and call["schema"]["maxItems"] == expand.N_CHOSEN
+    assert call["schema"]["items"]["maximum"] == len(listed)
+    assert call["schema"]["maxItems"] == wiki_words.N_CHOSEN
     assert call["messages"][1]["content"].endswith("\n1. Quota › Warnungen\n2. VPN\n3. Quota › Quota erhöhen\n4. leer.md")
 
 
@@ -271,11 +276,13 @@ def test_feedback_words_come_from_the_first_results_without_the_questions_words(
     first = [search.Source(1, "a.md", 0, "Quota › Warnungen", "Die Quota-Warnung kommt bei 90 Prozent. Quota erhöhen.", []),
              search.Source(2, "b.md", 0, "VPN", "Das VPN verbindet mit dem Firmennetz.", [])]
     df = {"quota": 2, "warnung": 1, "warnungen": 1}.get
-    found = expand.feedback_words("Mein Postfach ist voll, Warnung?", first, lambda w: df(w, 5), 10, docs=1, n=3)
+    found = wiki_words.feedback_words("Mein Postfach ist voll, Warnung?", first,
+                                      lambda w: df(w, 5), 10, docs=1, n=3)
     assert found[0] == "quota" and "warnung" not in found and "postfach" not in found
     assert all(w not in found for w in ("verbindet", "firmennetz"))  # the second result is not read (docs=1)
-    assert expand.feedback_words("x", first, lambda w: 1, 10, docs=2, n=3) == \
-        expand.feedback_words("x", first, lambda w: 1, 10, docs=2, n=3)  # deterministic, ties by the word
+    # deterministic, ties by the word
+    assert wiki_words.feedback_words("x", first, lambda w: 1, 10, docs=2, n=3) == \
+        wiki_words.feedback_words("x", first, lambda w: 1, 10, docs=2, n=3)
 
 
 def test_a_chain_of_follow_ups_keeps_the_question_that_stands_alone():

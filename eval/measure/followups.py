@@ -14,8 +14,7 @@ import sys
 import tempfile
 
 from rag.models import embed_binary as embedder
-from rag.search import expand
-from rag.search import ranking as search
+from rag.search import expand, fusion
 
 from eval.measure.common import DEPTH, answer_server, read_jsonl
 from eval.measure.retrieval import evaluate, first_hit, print_table
@@ -146,7 +145,7 @@ def run_followups(args, conn, meta, modes, floor, reject):
             for mode, row in evaluate(conn, items, [q[0][0][1] for q in queries], modes, floor, args.vector_weight,
                                       args.max_per_file, args.comparable, reject, expanded=queries)[0].items():
                 rows[f"{name} ({mode})" if len(modes) > 1 else name] = row
-            ranks[name] = [first_hit(search.retrieve_fused(conn, q, w, chooser=pick, mode=modes[0], top_k=DEPTH,
+            ranks[name] = [first_hit(fusion.retrieve_fused(conn, q, w, chooser=pick, mode=modes[0], top_k=DEPTH,
                                                            floor_cosine=floor, vector_weight=args.vector_weight,
                                                            max_per_file=args.max_per_file, comparable=args.comparable,
                                                            reject_cosine=reject).sources, i["expected"])

@@ -12,6 +12,7 @@ import sys
 import time
 
 from rag.models import embed_binary as embedder
+from rag.search import fusion
 from rag.search import ranking as search
 from rag import store
 
@@ -67,14 +68,14 @@ def evaluate(conn, items, vectors, modes, floor, vector_weight, max_per_file=sea
              comparable=search.COMPARABLE, reject=None, expanded=None):
     """Recall and refusals per mode. expanded: per item ([(text, vector)], weights, chooser or None,
     feedback or None), the question first, then what rag/search/expand.py added; their rankings are fused
-    (search.retrieve_fused)."""
+    (fusion.retrieve_fused)."""
     rows, misses = {}, []
     for mode in modes:
         hits, times, refused_out, refused_in = [], [], 0, 0
         for n, (item, qvec) in enumerate(zip(items, vectors)):
             queries, weights, pick, more = expanded[n] if expanded else ([(item["question"], qvec)], [1.0], None, None)
             started = time.perf_counter()
-            result = search.retrieve_fused(conn, queries, weights, chooser=pick, feedback=more, mode=mode, top_k=DEPTH,
+            result = fusion.retrieve_fused(conn, queries, weights, chooser=pick, feedback=more, mode=mode, top_k=DEPTH,
                                            floor_cosine=floor, vector_weight=vector_weight,
                                            max_per_file=max_per_file, comparable=comparable, reject_cosine=reject)
             times.append(time.perf_counter() - started)

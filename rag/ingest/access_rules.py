@@ -1,15 +1,16 @@
-"""Who may read a page, as the wiki says it: a page's front matter `access: [...]`, else the nearest `.access`
-file in its folder or a folder above it (one group a line, `#` starts a comment).
+"""Who may read a page, as the wiki says it: a page's front matter `access: [...]`, else the nearest
+`.access` file in its folder or a folder above it (one group a line, `#` starts a comment).
 
     wiki/personal/.access          "personal\nleitung\n"
     wiki/personal/gehalt.md        no access line          -> ("leitung", "personal")
-    wiki/personal/offen.md         "access: [alle-leser]"  -> ("alle-leser",)   (the page's own line wins)
+    wiki/personal/offen.md         "access: [alle-leser]"  -> ("alle-leser",)
+                                                               (the page's own line wins)
     wiki/vpn.md                    no rule anywhere        -> None              (open to everyone)
 
-An empty `.access` file (or `access: []`) means: nobody but a reader of everything. The rules go into the
-index with the pages (rag/store/access.py); a changed rule is written by the next run without new
-embeddings. A malformed rule stops the run with one German line naming file and line; a group no user
-has (known_groups) is a warning.
+An empty `.access` file (or `access: []`) means: nobody but a reader of everything. The rules go
+into the index with the pages (rag/store/access.py); a changed rule is written by the next run
+without new embeddings. A malformed rule stops the run with one German line naming file and line; a
+group no user has (known_groups) is a warning.
 
 Does not handle: deny rules, rules per section, wildcards, YAML beyond `access:` as a list.
 """
@@ -28,7 +29,8 @@ class RuleError(Exception):
 
 
 def folder_rule(path):
-    """The groups of one `.access` file, sorted. Example: "# HR\\npersonal\\n\\nleitung\\n" -> ("leitung", "personal")"""
+    """The groups of one `.access` file, sorted. Example: "# HR\\npersonal\\n\\nleitung\\n"
+    -> ("leitung", "personal")"""
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
@@ -37,8 +39,9 @@ def folder_rule(path):
     for number, line in enumerate(text.splitlines(), start=1):
         line = line.split("#", 1)[0].strip()
         if line and not GROUP.fullmatch(line):
-            raise RuleError(f"Rechte-Datei {path}, Zeile {number}: „{line[:40]}“ ist kein Gruppenname – eine Gruppe "
-                            f"pro Zeile, nur Buchstaben, Ziffern, _ . -")
+            raise RuleError(f"Rechte-Datei {path}, Zeile {number}: „{line[:40]}“ ist kein "
+                            f"Gruppenname – eine Gruppe pro Zeile, nur Buchstaben, Ziffern, "
+                            f"_ . -")
         if line:
             groups.add(line)
     return tuple(sorted(groups))
@@ -55,10 +58,12 @@ def head_yaml(path):
             raw = page.read(HEAD_BYTES)
     except OSError:
         return ""
-    utf16 = raw.startswith((b"\xff\xfe", b"\xfe\xff"))  # as pages.py reads it: UTF-16 with a byte order mark
+    # as pages.py reads it: UTF-16 with a byte order mark
+    utf16 = raw.startswith((b"\xff\xfe", b"\xfe\xff"))
     head = raw.decode("utf-16" if utf16 else "utf-8", errors="replace").lstrip("\ufeff")
     head = head.replace("\r\n", "\n")
-    match = FRONT_MATTER.match(head[LEADING.match(head).end():])  # also after blank or image lines, as pages.py
+    # also after blank or image lines, as pages.py
+    match = FRONT_MATTER.match(head[LEADING.match(head).end():])
     return (match.group(1) or "") if match else ""
 
 
@@ -72,15 +77,17 @@ def page_rule(path, rel):
     for name in groups:
         if not GROUP.fullmatch(name):
             number = yaml[:found.start()].count("\n") + 2  # the front matter starts after "---"
-            raise RuleError(f"Seite {rel}, Zeile {number}: „{name[:40]}“ in access: ist kein Gruppenname – "
-                            f"z. B. access: [personal, leitung]")
+            raise RuleError(f"Seite {rel}, Zeile {number}: „{name[:40]}“ in access: ist kein "
+                            f"Gruppenname – z. B. access: [personal, leitung]")
     return tuple(sorted(set(groups)))
 
 
 def read_rules(wiki, rels, known_groups=None):
-    """{path: groups or None} for these pages of the wiki (see the module docstring); RuleError when malformed.
+    """{path: groups or None} for these pages of the wiki (see the module docstring); RuleError when
+    malformed.
 
-    known_groups: the groups of the users file; a rule naming another group is warned about, once each.
+    known_groups: the groups of the users file; a rule naming another group is warned about, once
+    each.
     """
     wiki, folders, out = Path(wiki), {}, {}
 
@@ -97,7 +104,9 @@ def read_rules(wiki, rels, known_groups=None):
         own = page_rule(wiki / rel, rel)
         out[rel] = own if own is not None else inherited(Path(rel).parent)
     if known_groups is not None:
-        unknown = sorted({g for groups in out.values() if groups for g in groups} - set(known_groups))
+        unknown = sorted({g for groups in out.values() if groups
+                          for g in groups} - set(known_groups))
         for group in unknown:
-            warn(f"Gruppe „{group}“ steht in einer Rechte-Regel, aber bei keinem Benutzer der Benutzerdatei")
+            warn(f"Gruppe „{group}“ steht in einer Rechte-Regel, aber bei keinem Benutzer der "
+                 "Benutzerdatei")
     return out

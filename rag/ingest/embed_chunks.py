@@ -1,8 +1,10 @@
 """Step 3, embed: the vectors of many chunk texts, BATCH per call, through one of three transports.
 
-    list(embed_all(["passage: VPN\\n\\nClient starten.", …], args))  -> [(0, [[0.01, -0.2, …], …]), (64, […])]
+    list(embed_all(["passage: VPN\\n\\nClient starten.", …], args))
+    -> [(0, [[0.01, -0.2, …], …]), (64, […])]
 
-  spawn    a llama-server --embeddings started for the run (rag/models/server_process.py), next to llama-embedding
+  spawn    a llama-server --embeddings started for the run (rag/models/server_process.py), next to
+           llama-embedding
   binary   llama-embedding processes, as in the post (rag/models/embed_binary.py)
   server   any running OpenAI-compatible /v1/embeddings endpoint (rag/models/embed_server.py)
 
@@ -18,8 +20,11 @@ from rag.models import embed_server
 from rag.models.embedding import EmbeddingError
 from rag.models.server_process import ServerProcess
 
-BATCH = 64  # chunks per llama-embedding process or request (bench/indexing.py --tune: 64 is 2.6x faster than 16)
-EMBED_VIA = "auto"  # auto: spawn when llama-server sits next to llama-embedding (same build), else binary
+# chunks per llama-embedding process or request
+# (bench/indexing.py --tune: 64 is 2.6x faster than 16)
+BATCH = 64
+# auto: spawn when llama-server sits next to llama-embedding (same build), else binary
+EMBED_VIA = "auto"
 
 
 class Progress:
@@ -62,15 +67,17 @@ def transport(args):
 
 
 def model_identity(args):
-    """What the index remembers about the embedding model: (file name, size in bytes) of a GGUF file,
-    or (the model name a server reports, "") for --embed-via server (rag/models/embed_server.py)."""
+    """What the index remembers about the embedding model: (file name, size in bytes) of a GGUF
+    file, or (the model name a server reports, "") for --embed-via server
+    (rag/models/embed_server.py)."""
     if args.via == "server":
         return embed_server.identify(args.embed_url, args.embed_model_name, args.api_key), ""
     return os.path.basename(args.model), str(os.path.getsize(args.model))
 
 
 def embed_all(texts, args):
-    """Vectors for `texts`, in order, args.batch texts per call; yields (start, vectors) per batch."""
+    """Vectors for `texts`, in order, args.batch texts per call; yields (start, vectors) per
+    batch."""
     if args.via == "binary":
         for start in range(0, len(texts), args.batch):
             batch = texts[start:start + args.batch]
@@ -78,13 +85,15 @@ def embed_all(texts, args):
                                               threads=args.threads, timeout=args.timeout)
         return
     if args.via == "server":
-        yield from embed_via_server(texts, args.batch, args.timeout, args.embed_url, args.embed_model_name, args.api_key)
+        yield from embed_via_server(texts, args.batch, args.timeout, args.embed_url,
+                                    args.embed_model_name, args.api_key)
         return
     if getattr(args, "spawned", None):  # --watch: the server started once for all cycles
         yield from embed_via_server(texts, args.batch, args.timeout, args.spawned.url)
         return
     if not args.quiet:
-        print("Starte llama-server --embeddings für diesen Lauf (--embed-via binary: llama-embedding wie im Artikel)",
+        print("Starte llama-server --embeddings für diesen Lauf (--embed-via binary: "
+              "llama-embedding wie im Artikel)",
               file=sys.stderr, flush=True)
     server = ServerProcess.for_indexing(args.model, server_bin(args), texts, threads=args.threads)
     try:
@@ -100,4 +109,5 @@ def embed_all(texts, args):
 def embed_via_server(texts, batch, timeout, url, model_name=None, api_key=None):
     """(start, vectors) per `batch` texts, each batch one /v1/embeddings request."""
     for start in range(0, len(texts), batch):
-        yield start, embed_server.embed_fitted(texts[start:start + batch], url, model_name, api_key, timeout=timeout)
+        yield start, embed_server.embed_fitted(texts[start:start + batch], url, model_name, api_key,
+                                               timeout=timeout)

@@ -1,4 +1,5 @@
-"""Text a reader does not see: invisible characters, hidden HTML, Office text, sheets, rows and slides (dropped).
+"""Text a reader does not see: invisible characters, hidden HTML, Office text, sheets, rows and
+slides (dropped).
 
     strip_invisible("Pass\\u200bwort \\u202eabc")  -> ("Passwort abc", 2)
     css_hidden("display: none")                   -> ELEMENT
@@ -10,8 +11,9 @@ would read them. rag/ingest/formats/ drops HTML comments, elements hidden by dis
 visibility:hidden, opacity:0, the hidden attribute or aria-hidden="true", tiny text (font-size at
 most TINY_PX) and white text without a dark background, and Word runs with w:vanish, white colour
 or a tiny size, OpenDocument text hidden by a field, a section or a style, hidden sheets, rows,
-columns (Excel, LibreOffice) and slides with their notes; build_index.py removes INVISIBLE_CHARS from every page (Markdown too) and prints
-one warning per page with the counts. The page itself is still indexed.
+columns (Excel, LibreOffice) and slides with their notes; build_index.py removes INVISIBLE_CHARS
+from every page (Markdown too) and prints one warning per page with the counts. The page itself is
+still indexed.
 
 Does not handle: CSS in <style> blocks or classes (only inline style="…" counts), text hidden by
 position (left:-9999px), clipping, colour close to the background other than white on white,
@@ -24,19 +26,26 @@ from collections import Counter
 
 TINY_PX = 2  # font sizes up to this many pixels (or 0) count as hidden; 1pt = 4/3 px, 1em = 16px
 INVISIBLE_CHARS = ("\u200b\u200c\u200d\u2060\u2061\u2062\u2063\u2064\ufeff\u180e"  # zero width
-                   "\u200e\u200f\u061c\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")  # bidi controls
-INVISIBLE_RE = re.compile(f"[{INVISIBLE_CHARS}\U000e0000-\U000e007f]")  # + Unicode tag characters ("ASCII smuggling")
-COMMENT, ELEMENT, TINY, WHITE, WORD, INVISIBLE = "comment", "element", "tiny", "white", "word", "invisible"
-OFFICE, SHEET, ROW, COLUMN, SLIDE = "office", "sheet", "row", "column", "slide"  # OpenDocument, sheets, slides
-NAMES = {COMMENT: ("HTML-Kommentar", "HTML-Kommentare"), ELEMENT: ("ausgeblendetes Element", "ausgeblendete Elemente"),
+                   # bidi controls
+                   "\u200e\u200f\u061c\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+# + Unicode tag characters ("ASCII smuggling")
+INVISIBLE_RE = re.compile(f"[{INVISIBLE_CHARS}\U000e0000-\U000e007f]")
+COMMENT, ELEMENT, TINY, WHITE, WORD, INVISIBLE = (
+    "comment", "element", "tiny", "white", "word", "invisible")
+# OpenDocument, sheets, slides
+OFFICE, SHEET, ROW, COLUMN, SLIDE = "office", "sheet", "row", "column", "slide"
+# (one, many) for the warning
+NAMES = {COMMENT: ("HTML-Kommentar", "HTML-Kommentare"),
+         ELEMENT: ("ausgeblendetes Element", "ausgeblendete Elemente"),
          TINY: ("Stelle in winziger Schrift", "Stellen in winziger Schrift"),
          WHITE: ("Stelle in weißer Schrift", "Stellen in weißer Schrift"),
          WORD: ("versteckte Word-Textstelle", "versteckte Word-Textstellen"),
          INVISIBLE: ("unsichtbares Zeichen", "unsichtbare Zeichen"),
          OFFICE: ("versteckte Textstelle", "versteckte Textstellen"),
          SHEET: ("ausgeblendetes Tabellenblatt", "ausgeblendete Tabellenblätter"),
-         ROW: ("ausgeblendete Zeile", "ausgeblendete Zeilen"), COLUMN: ("ausgeblendete Spalte", "ausgeblendete Spalten"),
-         SLIDE: ("ausgeblendete Folie", "ausgeblendete Folien")}  # (one, many) for the warning
+         ROW: ("ausgeblendete Zeile", "ausgeblendete Zeilen"),
+         COLUMN: ("ausgeblendete Spalte", "ausgeblendete Spalten"),
+         SLIDE: ("ausgeblendete Folie", "ausgeblendete Folien")}
 WHITE_COLOURS = {"white", "#fff", "#ffffff", "rgb(255,255,255)", "rgba(255,255,255,1)", "ffffff"}
 UNITS_PX = {"px": 1.0, "pt": 4 / 3, "em": 16.0, "rem": 16.0, "%": 0.16, "": 1.0}
 
@@ -48,7 +57,8 @@ def strip_invisible(text):
 
 
 def declarations(style):
-    """Inline CSS as {property: value}, lower case, spaces removed. Example: "Color: #FFF" -> {"color": "#fff"}"""
+    """Inline CSS as {property: value}, lower case, spaces removed. Example: "Color: #FFF"
+    -> {"color": "#fff"}"""
     out = {}
     for part in (style or "").split(";"):
         prop, _, value = part.partition(":")
@@ -87,7 +97,8 @@ def css_hidden(style, dark_background=False):
 
 
 def paints_background(style):
-    """Does the inline style set a background that is not white? Example: "background:#003366" -> True"""
+    """Does the inline style set a background that is not white? Example: "background:#003366"
+    -> True"""
     css = declarations(style)
     background = css.get("background-color") or css.get("background", "")
     return bool(background) and not any(w in background for w in WHITE_COLOURS) and \
@@ -95,5 +106,6 @@ def paints_background(style):
 
 
 def describe(counts):
-    """Example: Counter({COMMENT: 2, ELEMENT: 1}) -> "2 HTML-Kommentare, 1 ausgeblendetes Element" """
+    """Example: Counter({COMMENT: 2, ELEMENT: 1}) -> "2 HTML-Kommentare,
+    1 ausgeblendetes Element" """
     return ", ".join(f"{n} {NAMES[what][n != 1]}" for what, n in Counter(counts).items() if n)

@@ -1,8 +1,8 @@
 """Steps 3 and 4 together: embed the chunks that are new, store each page in one transaction.
 
-    index = open_index(args)                            # the store behind --db, checked against the model
+    index = open_index(args)                    # the store behind --db, checked against the model
     embed_and_store(index, [Page("a.md", "5e1f…", [("A", "Text")], ["c0ff…"])], args, stats)
-    -> [("a.md", 1, 0.4)]                                # (path, chunks embedded for it, seconds)
+    -> [("a.md", 1, 0.4)]                       # (path, chunks embedded for it, seconds)
 
 Incremental: a chunk whose text (heading path + content) is already in the index reuses its
 vector, so a renamed page needs no new embeddings. A page's old chunks are replaced only after all
@@ -30,23 +30,27 @@ from rag.text import safety
 
 
 def check_setup(args):
-    """Wiki, pages, embedder and model must be there before anything is opened (one German line each).
+    """Wiki, pages, embedder and model must be there before anything is opened (one German line
+    each).
 
-    Sets args.via (the transport, rag/ingest/embed_chunks.py) and args.identity (the model as the index names it).
+    Sets args.via (the transport, rag/ingest/embed_chunks.py) and args.identity (the model as the
+    index names it).
     """
     wiki = Path(args.wiki)
     if not wiki.is_dir():
-        raise SystemExit(f"Fehler: Wiki-Ordner {wiki} nicht gefunden – Pfad mit --wiki oder RAG_WIKI angeben.")
+        raise SystemExit(f"Fehler: Wiki-Ordner {wiki} nicht gefunden – Pfad mit --wiki oder "
+                         "RAG_WIKI angeben.")
     args.via = embed_chunks.transport(args)
     if args.via == "server" and not args.embed_url:
         raise SystemExit("Fehler: --embed-via server braucht die URL des Embedding-Servers – "
                          "--embed-url / RAG_EMBED_URL angeben, z. B. http://127.0.0.1:8080")
     if args.via != "server" and not os.path.isfile(args.model):
-        raise SystemExit(f"Fehler: Embedding-Modell {args.model} nicht gefunden – einrichten mit: "
-                         f"python3 scripts/setup_llama.py (oder --model / RAG_EMBED_MODEL)")
+        raise SystemExit(f"Fehler: Embedding-Modell {args.model} nicht gefunden – einrichten "
+                         f"mit: python3 scripts/setup_llama.py (oder --model / RAG_EMBED_MODEL)")
     if args.via == "spawn" and not os.path.isfile(embed_chunks.server_bin(args)):
-        raise SystemExit(f"Fehler: llama-server nicht neben llama-embedding gefunden ({embed_chunks.server_bin(args)}) – "
-                         f"einrichten mit: python3 scripts/setup_llama.py oder --embed-via binary verwenden")
+        raise SystemExit("Fehler: llama-server nicht neben llama-embedding gefunden "
+                         f"({embed_chunks.server_bin(args)}) – einrichten mit: python3 "
+                         "scripts/setup_llama.py oder --embed-via binary verwenden")
     try:
         args.identity = embed_chunks.model_identity(args)
     except EmbeddingError as exc:
@@ -55,15 +59,17 @@ def check_setup(args):
 
 
 def check_model(meta, args):
-    """Refuse to mix models: names must match, and sizes where both are known (rag/models/embedding.py)."""
+    """Refuse to mix models: names must match, and sizes where both are known
+    (rag/models/embedding.py)."""
     mismatch = model_mismatch(meta, *args.identity)
     if mismatch:
-        raise SystemExit(f"Fehler: {args.db} wurde mit Modell {mismatch[0]} (Dimension {meta.get('dim')}) "
-                         f"gebaut, jetzt ist {mismatch[1]} eingestellt – neu bauen mit: "
-                         f"python3 build_index.py --rebuild")
+        raise SystemExit(f"Fehler: {args.db} wurde mit Modell {mismatch[0]} (Dimension "
+                         f"{meta.get('dim')}) gebaut, jetzt ist {mismatch[1]} eingestellt – neu "
+                         f"bauen mit: python3 build_index.py --rebuild")
     if args.via != "server" and meta.get("pooling") and meta["pooling"] != embed_binary.POOLING:
-        raise SystemExit(f"Fehler: {args.db} wurde mit Pooling {meta['pooling']} gebaut, jetzt {embed_binary.POOLING} "
-                         f"– neu bauen mit: python3 build_index.py --rebuild")
+        raise SystemExit(f"Fehler: {args.db} wurde mit Pooling {meta['pooling']} gebaut, jetzt "
+                         f"{embed_binary.POOLING} – neu bauen mit: python3 build_index.py "
+                         "--rebuild")
 
 
 def open_index(args):
@@ -81,17 +87,19 @@ def open_index(args):
 
 
 def remember_model(index, args, dim):
-    """On the first vector of a new index: model, dimension and prefixes go into meta; later vectors must match."""
+    """On the first vector of a new index: model, dimension and prefixes go into meta; later vectors
+    must match."""
     meta = index.meta()
     if not meta.get("dim"):
         name, size = args.identity
         query_prefix, passage_prefix = embed_binary.prefixes_for(name)
-        index.write_meta(embed_model=name, embed_model_size=size, dim=dim, query_prefix=query_prefix,
-                         passage_prefix=passage_prefix, **({} if args.via == "server" else {"pooling": embed_binary.POOLING}))
+        index.write_meta(embed_model=name, embed_model_size=size, dim=dim,
+                         query_prefix=query_prefix, passage_prefix=passage_prefix,
+                         **({} if args.via == "server" else {"pooling": embed_binary.POOLING}))
     elif str(dim) != meta["dim"]:
         raise SystemExit(f"Fehler: {args.identity[0]} liefert Dimension {dim}, {args.db} wurde mit "
-                         f"{meta.get('embed_model')} in Dimension {meta['dim']} gebaut – neu bauen mit: "
-                         f"python3 build_index.py --rebuild")
+                         f"{meta.get('embed_model')} in Dimension {meta['dim']} gebaut – neu "
+                         f"bauen mit: python3 build_index.py --rebuild")
 
 
 def embed_and_store(index, todo, args, stats):
@@ -106,23 +114,28 @@ def embed_and_store(index, todo, args, stats):
     missing = [h for h in needed if h not in vectors]
     stats["reused"] = sum(len(page.keys) for page in todo) - len(missing)
     _, passage_prefix = embed_binary.prefixes_for(args.identity[0])  # e5: "passage: "
-    passage_prefix = index.meta().get("passage_prefix", passage_prefix)  # an index keeps the prefix it was built with
+    # an index keeps the prefix it was built with
+    passage_prefix = index.meta().get("passage_prefix", passage_prefix)
     pending, written, fresh, started = collections.deque(todo), [], set(missing), time.monotonic()
     progress = embed_chunks.Progress(len(todo), not args.quiet)
 
     def flush_ready():
         while pending and all(k in vectors for k in pending[0].keys):
             page = pending.popleft()
-            chunks = [store.Chunk(h, c, vectors[k], k, safety.scan(c), None) for (h, c), k in zip(page.chunks, page.keys)]
-            remember_words(index, {page.path: page.words})  # first: a crash before the page leaves a rerun to write it
+            chunks = [store.Chunk(h, c, vectors[k], k, safety.scan(c), None)
+                      for (h, c), k in zip(page.chunks, page.keys)]
+            # first: a crash before the page leaves a rerun to write it
+            remember_words(index, {page.path: page.words})
             asked = by_heading(index.questions(page.path))  # of changed sections: dropped in step 5
             chunks = with_search_text(chunks, index.vocab(), page.words, asked)
             index.write_page(page.path, page.hash, chunks)
-            written.append((page.path, sum(k in fresh for k in page.keys), time.monotonic() - started))
+            written.append((page.path, sum(k in fresh for k in page.keys),
+                            time.monotonic() - started))
 
     try:
         flush_ready()  # pages whose chunks are all reused
-        for start, batch in embed_chunks.embed_all([passage_prefix + needed[h] for h in missing], args):
+        for start, batch in embed_chunks.embed_all([passage_prefix + needed[h] for h in missing],
+                                                   args):
             remember_model(index, args, len(batch[0]))
             vectors.update(zip(missing[start:start + len(batch)], batch))
             stats["embedded"] += len(batch)
@@ -130,7 +143,8 @@ def embed_and_store(index, todo, args, stats):
             progress.show(len(written), stats["embedded"], len(missing))
     except EmbeddingError as exc:
         progress.done()
-        raise SystemExit(f"Fehler: {exc} ({len(written)} Seiten dieses Laufs gespeichert; erneut starten setzt fort)")
+        raise SystemExit(f"Fehler: {exc} ({len(written)} Seiten dieses Laufs gespeichert; erneut "
+                         "starten setzt fort)")
     progress.done()
     return written
 
@@ -175,8 +189,9 @@ def by_heading(rows):
 
 
 def remember_words(index, words):
-    """Keep each page's search words in meta "page_words" ({path: words}, only pages that have some), so
-    refresh_search rewrites them too. Example: {"a.md": "Adapter"} adds a.md; {"a.md": ""} removes it."""
+    """Keep each page's search words in meta "page_words" ({path: words}, only pages that have
+    some), so refresh_search rewrites them too. Example: {"a.md": "Adapter"} adds a.md;
+    {"a.md": ""} removes it."""
     known = json.loads(index.meta().get("page_words") or "{}")
     new = {**known, **{path: w for path, w in words.items() if w}}
     new = {path: w for path, w in new.items() if words.get(path, w)}
@@ -185,7 +200,8 @@ def remember_words(index, words):
 
 
 def forget_gone(index, known, present):
-    """Delete the pages of the index that are no longer pages of the wiki; returns their paths, sorted.
+    """Delete the pages of the index that are no longer pages of the wiki; returns their paths,
+    sorted.
 
     Called after the adds, so a moved page could reuse its vectors. Example: known {"a.md", "b.md"},
     present {"a.md"} -> ["b.md"]
@@ -198,8 +214,9 @@ def forget_gone(index, known, present):
 
 
 def sync_access(index, wiki, rels, known_groups=None):
-    """Write the rules of the wiki's pages (rag/ingest/access_rules.py) where they differ from the index's,
-    before any page is written (a new page is never open for a moment); returns the paths changed."""
+    """Write the rules of the wiki's pages (rag/ingest/access_rules.py) where they differ from the
+    index's, before any page is written (a new page is never open for a moment); returns the paths
+    changed."""
     try:
         rules = access_rules.read_rules(wiki, rels, known_groups)
     except access_rules.RuleError as exc:
@@ -211,12 +228,13 @@ def sync_access(index, wiki, rels, known_groups=None):
 
 
 def refresh_search(index):
-    """Relearn the compound vocabulary from the indexed text of the open pages (a word of a page with a rule
-    never shows in another reader's compound splits); where it changed, rewrite the search text of the chunks
-    that hold a word it splits differently now (all of them when rag/text/german.py changed). Returns how
-    many chunks were rewritten.
+    """Relearn the compound vocabulary from the indexed text of the open pages (a word of a page
+    with a rule never shows in another reader's compound splits); where it changed, rewrite the
+    search text of the chunks that hold a word it splits differently now (all of them when
+    rag/text/german.py changed). Returns how many chunks were rewritten.
 
-    Example: a page with "Frist" forgotten, another chunk says "Kündigungsfrist" -> only that chunk (1)
+    Example: a page with "Frist" forgotten, another chunk says "Kündigungsfrist"
+             -> only that chunk (1)
     """
     meta = index.meta()
     if meta.get("vocab_dirty") != "1" and meta.get("search_version") == german.SEARCH_VERSION:
@@ -231,13 +249,16 @@ def refresh_search(index):
     for path, heading, _, question in index.questions():
         asked.setdefault((path, heading), []).append(question)
     ids = [i for i, _, _ in rows] if words or asked else []
-    paths = {i: row.path for n in range(0, len(ids), 10000) for i, row in index.sources(ids[n:n + 10000]).items()}
+    paths = {i: row.path for n in range(0, len(ids), 10000)
+             for i, row in index.sources(ids[n:n + 10000]).items()}
     rows = [(i, *search_parts(h, c, words.get(paths.get(i), ""), asked.get((paths.get(i), h), ())))
             for i, h, c in rows]
-    if meta.get("search_version") == german.SEARCH_VERSION:  # stored text = index_text(…, old): keep what stays
+    # stored text = index_text(…, old): keep what stays
+    if meta.get("search_version") == german.SEARCH_VERSION:
         folded = [{w for _, w in german.index_words(h + "\n" + c)} for _, h, c in rows]
         changed = german.changed_words(set().union(*folded), old, vocab)
         rows = [row for row, seen in zip(rows, folded) if not seen.isdisjoint(changed)]
-    index.replace_search(vocab, [(i, german.index_text(h, vocab), german.index_text(c, vocab)) for i, h, c in rows],
+    index.replace_search(vocab, [(i, german.index_text(h, vocab), german.index_text(c, vocab))
+                                 for i, h, c in rows],
                          vocab_dirty=0, search_version=german.SEARCH_VERSION)
     return len(rows)

@@ -5,16 +5,17 @@
     strip_front_matter("---\\ntitle: VPN\\n---\\nText") -> ("Text", "VPN")
 
 Pages are wiki/**/*.md, *.txt and *.rst, and the documents of rag/ingest/formats/ (suffixes in any
-case: VERTRAG.PDF). Text is NFC with "\\n" line ends; PDF, HTML, office files, images and e-mails become
-Markdown first, only when their bytes changed (so OCR runs only on new or changed scans).
-reStructuredText (Sphinx) becomes Markdown on every run (rag/ingest/rst/, fast): its page hash is that
-of the Markdown, so a changed include or another page's title re-chunks the pages that show it. Text a
-reader does not see (rag/ingest/hidden.py) is dropped with one warning per page. Bad input never
-stops a run: a file that cannot be used (binary, too large, unreadable, a symlink loop) is skipped
-with one German warning naming it; text that is not UTF-8 is read with replacement characters (�)
-and a warning.
+case: VERTRAG.PDF). Text is NFC with "\\n" line ends; PDF, HTML, office files, images and e-mails
+become Markdown first, only when their bytes changed (so OCR runs only on new or changed scans).
+reStructuredText (Sphinx) becomes Markdown on every run (rag/ingest/rst/, fast): its page hash is
+that of the Markdown, so a changed include or another page's title re-chunks the pages that show it.
+Text a reader does not see (rag/ingest/hidden.py) is dropped with one warning per page. Bad input
+never stops a run: a file that cannot be used (binary, too large, unreadable, a symlink loop) is
+skipped with one German warning naming it; text that is not UTF-8 is read with replacement
+characters (�) and a warning.
 
-Does not handle: encodings other than UTF-8 and UTF-16 with a byte order mark; YAML beyond title and tags.
+Does not handle: encodings other than UTF-8 and UTF-16 with a byte order mark; YAML beyond title and
+tags.
 """
 import collections
 import hashlib
@@ -32,12 +33,15 @@ MAX_FILE_BYTES = 5 * 1024 * 1024  # larger text files are skipped with a warning
 SUFFIXES = (".md", ".txt", rst.SUFFIX) + formats.SUFFIXES  # what counts as a wiki page
 #          (.rst: rag/ingest/rst/; .pdf .docx .xlsx …: rag/ingest/formats/)
 FRONT_MATTER = re.compile(r"\A---[ \t]*\n(.*?\n)?(?:---|\.\.\.)[ \t]*(?:\n|\Z)", re.S)
-LEADING = re.compile(r"(?:[ \t]*\n|[ \t]*\[?!\[[^\n]*\n)*")  # blank and image lines before front matter
-YAML_KEYS = re.compile(r"(?:(?:[\w-]+:.*|[ \t]+.*|[ \t]*)\n)*")  # what a front matter found after them must look like
+# blank and image lines before front matter
+LEADING = re.compile(r"(?:[ \t]*\n|[ \t]*\[?!\[[^\n]*\n)*")
+# what a front matter found after them must look like
+YAML_KEYS = re.compile(r"(?:(?:[\w-]+:.*|[ \t]+.*|[ \t]*)\n)*")
 
 
 def warn(message):
-    """One German warning line on stderr. Example: warn("a.md: leer") prints "Warnung: a.md: leer"."""
+    """One German warning line on stderr. Example: warn("a.md: leer") prints "Warnung: a.md:
+    leer"."""
     print(f"Warnung: {message}", file=sys.stderr, flush=True)
 
 
@@ -60,27 +64,31 @@ def find_pages(wiki):
     for root, dirs, files in os.walk(wiki, followlinks=True, onerror=unreadable_dir):
         real = os.path.realpath(root)
         if real in seen_dirs:
-            warn(f"{Path(os.path.relpath(root, wiki)).as_posix()}: Symlink-Schleife – übersprungen")
+            warn(f"{Path(os.path.relpath(root, wiki)).as_posix()}: Symlink-Schleife – "
+                 "übersprungen")
             dirs[:] = []
             continue
         seen_dirs.add(real)
         dirs[:] = sorted(d for d in dirs if not d.startswith("."))
         for name in files:
-            if not name.lower().endswith(SUFFIXES) or name.startswith((".", "~$")):  # VERTRAG.PDF too; ~$: Office lock files
+            # VERTRAG.PDF too; ~$: Office lock files
+            if not name.lower().endswith(SUFFIXES) or name.startswith((".", "~$")):
                 continue
             rel = Path(os.path.relpath(os.path.join(root, name), wiki)).as_posix()
             try:
                 rel.encode("utf-8")
             except UnicodeEncodeError:  # undecodable bytes in the name (os.walk's surrogateescape)
                 shown = rel.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
-                warn(f"{shown}: Dateiname ist kein gültiges UTF-8 – übersprungen; Datei umbenennen")
+                warn(f"{shown}: Dateiname ist kein gültiges UTF-8 – übersprungen; Datei "
+                     "umbenennen")
                 continue
             pages.append(rel)
     return sorted(pages)
 
 
 def read_bytes(path, rel):
-    """The file's bytes, or None with a warning naming it (dangling link, no regular file, too large, unreadable)."""
+    """The file's bytes, or None with a warning naming it (dangling link, no regular file, too
+    large, unreadable)."""
     if not os.path.exists(path):
         warn(f"{rel}: Symlink ohne Ziel oder Symlink-Schleife – übersprungen; Link korrigieren")
         return None
@@ -100,7 +108,8 @@ def read_bytes(path, rel):
 
 
 def read_page(path, rel):
-    """(text, sha256 of the bytes), or (None, None) with a warning naming the file if it is unusable.
+    """(text, sha256 of the bytes), or (None, None) with a warning naming the file if it is
+    unusable.
 
     Text is NFC with "\\n" line ends; UTF-16 with a byte order mark is read as such. A PDF, HTML or
     Word page comes back as its bytes: convert_page makes Markdown of it, only when it changed.
@@ -120,7 +129,8 @@ def read_page(path, rel):
             text = data.decode("utf-8-sig")
         except UnicodeDecodeError:
             text = data.decode("utf-8", errors="replace")
-            warn(f"{rel}: kein gültiges UTF-8 – mit Ersatzzeichen (�) gelesen; Datei als UTF-8 speichern")
+            warn(f"{rel}: kein gültiges UTF-8 – mit Ersatzzeichen (�) gelesen; Datei als "
+                 "UTF-8 speichern")
     text = unicodedata.normalize("NFC", text.replace("\r\n", "\n").replace("\r", "\n"))
     return text, hashlib.sha256(data).hexdigest()
 
@@ -128,10 +138,10 @@ def read_page(path, rel):
 def convert_page(rel, data, pdftotext, warned, notes=None):
     """(Markdown of a document page, False), or (None, keep) after one warning naming the file.
 
-    keep is True when only the converter is missing (pdftotext, tesseract): warned once per run, and a
-    page already in the index keeps its chunks. PDF pages without text, pages read by OCR with low
-    confidence and e-mail attachments left out get one warning each naming them; hidden text lands in
-    notes (a formats.Notes) for clean_page's warning.
+    keep is True when only the converter is missing (pdftotext, tesseract): warned once per run, and
+    a page already in the index keeps its chunks. PDF pages without text, pages read by OCR with low
+    confidence and e-mail attachments left out get one warning each naming them; hidden text lands
+    in notes (a formats.Notes) for clean_page's warning.
     Example: "a.html", b"<h1>A</h1><p>x</p>" -> ("# A\\n\\nx\\n", False)
     """
     notes = formats.Notes() if notes is None else notes
@@ -147,13 +157,15 @@ def convert_page(rel, data, pdftotext, warned, notes=None):
         return None, False
     if notes.empty_pages:
         pages = ", ".join(map(str, notes.empty_pages))
-        warn(f"{rel}: {'Seiten' if len(notes.empty_pages) > 1 else 'Seite'} {pages} ohne Text (Scan oder Bild) "
-             f"– nicht indexiert, {'OCR nötig' if notes.ocr_missing else 'auch per OCR kein Text erkannt'}; "
-             f"die übrigen Seiten sind im Index")
+        warn(f"{rel}: {'Seiten' if len(notes.empty_pages) > 1 else 'Seite'} {pages} ohne Text "
+             "(Scan oder Bild) – nicht indexiert, "
+             f"{'OCR nötig' if notes.ocr_missing else 'auch per OCR kein Text erkannt'}; die "
+             "übrigen Seiten sind im Index")
     if notes.low_confidence:
         pages = ", ".join(f"{n} ({notes.ocr[n]:.0f} %)" for n in notes.low_confidence)
-        warn(f"{rel}: per OCR mit geringer Sicherheit gelesen: {'Seiten' if len(notes.low_confidence) > 1 else 'Seite'} "
-             f"{pages} – indexiert; Scan prüfen oder besser scannen (300 dpi)")
+        warn(f"{rel}: per OCR mit geringer Sicherheit gelesen: "
+             f"{'Seiten' if len(notes.low_confidence) > 1 else 'Seite'} {pages} – indexiert; "
+             "Scan prüfen oder besser scannen (300 dpi)")
     for message in notes.messages:
         warn(f"{rel}: {message}")
     if notes.ocr_missing:
@@ -162,7 +174,8 @@ def convert_page(rel, data, pdftotext, warned, notes=None):
 
 
 def warn_once(message, warned):
-    """Warn unless this message was warned in this run already (a missing converter: one line per run)."""
+    """Warn unless this message was warned in this run already (a missing converter: one line per
+    run)."""
     if message not in warned:
         warned.add(message)
         warn(message)
@@ -172,13 +185,15 @@ def clean_page(rel, text, notes=None):
     """The page without zero-width and bidi control characters; one warning if it hid anything.
 
     Example: "a.md", "Pass\\u200bwort" -> "Passwort", warning "a.md: versteckter Text entfernt
-    (1 unsichtbares Zeichen) – Seite trotzdem indexiert" (notes: what the converter dropped, rag/ingest/hidden.py)
+    (1 unsichtbares Zeichen) – Seite trotzdem indexiert" (notes: what the converter dropped,
+    rag/ingest/hidden.py)
     """
     text, invisible = hidden.strip_invisible(text)
     found = collections.Counter(notes.hidden if notes is not None else {})
     found[hidden.INVISIBLE] += invisible
     if any(found.values()):
-        warn(f"{rel}: versteckter Text entfernt ({hidden.describe(found)}) – Seite trotzdem indexiert")
+        warn(f"{rel}: versteckter Text entfernt ({hidden.describe(found)}) – Seite trotzdem "
+             "indexiert")
     return text
 
 
@@ -192,8 +207,9 @@ def strip_front_matter(text):
 
 
 def front_matter(text):
-    """(body, title or None, [tags]): YAML front matter removed, also where it follows leading blank or
-    image lines (those stay in the body); a second block after the first counts too, its title wins.
+    """(body, title or None, [tags]): YAML front matter removed, also where it follows leading blank
+    or image lines (those stay in the body); a second block after the first counts too, its title
+    wins.
 
     Example: front_matter("![Logo](l.png)\\n---\\ntitle: VPN\\ntags: [netz, vpn]\\n---\\nText")
              -> ("![Logo](l.png)\\nText", "VPN", ["netz", "vpn"])
@@ -213,16 +229,19 @@ def front_matter(text):
 
 
 def yaml_list(yaml, key):
-    """The list under `key` in simple YAML: "tags: [a, b]", "tags: a, b" or "tags:\\n  - a\\n  - b" -> ["a", "b"]."""
+    """The list under `key` in simple YAML: "tags: [a, b]", "tags: a, b" or "tags:\\n  - a\\n  - b"
+    -> ["a", "b"]."""
     found = re.search(rf"^{key}:[ \t]*(.*)\n?((?:[ \t]+-.*\n?)*)", yaml, re.M)
     if not found:
         return []
-    items = found.group(1).strip().strip("[]").split(",") + re.findall(r"^[ \t]+-[ \t]*(.*)$", found.group(2), re.M)
+    items = (found.group(1).strip().strip("[]").split(",")
+             + re.findall(r"^[ \t]+-[ \t]*(.*)$", found.group(2), re.M))
     return [item.strip().strip("'\"") for item in items if item.strip().strip("'\"")]
 
 
 def read_changed(wiki, rels, known, settings, pdftotext, stats, present):
-    """Yield (path, page hash, clean text) of every page whose bytes or `settings` changed since `known`.
+    """Yield (path, page hash, clean text) of every page whose bytes or `settings` changed since
+    `known`.
 
     known: {path: page hash} of the index; settings: what else makes other chunks (the chunker's
     version and limit). Every usable page lands in `present` as it is read (a converter missing
@@ -231,14 +250,16 @@ def read_changed(wiki, rels, known, settings, pdftotext, stats, present):
     Example: ["a.md"] with known {} -> yields ("a.md", "5e1f…", "# A\\n\\nText")
     """
     warned = set()  # missing converters: one warning per run
-    project = rst.Project(wiki, [rel for rel in rels if rst.is_rst(rel)])  # titles read once, when asked
+    # titles read once, when asked
+    project = rst.Project(wiki, [rel for rel in rels if rst.is_rst(rel)])
     for rel in rels:
         text, file_hash = read_page(wiki / rel, rel)
         if text is None:
             continue
         if rst.is_rst(rel):
             text, file_hash = rst_markdown(rel, text, project)
-        version = f", {formats.version(rel)}" if formats.is_document(rel) else ""  # (Markdown hashes stay as they were)
+        # (Markdown hashes stay as they were)
+        version = f", {formats.version(rel)}" if formats.is_document(rel) else ""
         page_hash = text_hash(f"{settings}{version}\n{file_hash}")
         present.add(rel)
         if known.get(rel) == page_hash:
@@ -255,7 +276,8 @@ def read_changed(wiki, rels, known, settings, pdftotext, stats, present):
 
 
 def rst_markdown(rel, text, project):
-    """(Markdown of a reST page, its hash); one warning per problem (an include that cannot be read).
+    """(Markdown of a reST page, its hash); one warning per problem (an include that cannot be
+    read).
 
     Example: ("a.rst", "Titel\\n=====\\n\\nText\\n", project) -> ("# Titel\\n\\nText\\n", "7d1a…")
     """

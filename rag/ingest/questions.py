@@ -1,6 +1,7 @@
 """Questions written for each section at index time (doc2query; RAGFlow calls it "auto-question").
 
-    parse("1. Wie groß darf mein Postfach sein?\\n2) Postfach voll – was tun?\\nHier drei Fragen:")
+    parse(
+        "1. Wie groß darf mein Postfach sein?\\n2) Postfach voll – was tun?\\nHier drei Fragen:")
     -> ["Wie groß darf mein Postfach sein?", "Postfach voll – was tun?"]
     attach(index, args, present)    # after the pages are stored: every section gets its questions
 

@@ -1,12 +1,14 @@
 """--watch: index the wiki, then look at it every few seconds and index again when a page changed.
 
-    watch(args, build)   # prints, after each change: "geändert: mail/quota.md · 3 Chunks neu · 0.8 s"
+    watch(args, build)   # prints, after each change: "geändert: mail/quota.md · 3 Chunks neu ·
+    0.8 s"
 
 Each cycle is an ordinary incremental run of `build` (one transaction per page, the writer lock
 only while it runs), so Ctrl-C or kill -9 at any point loses nothing that was stored. With
 --embed-via spawn one embedding server serves the whole watch, not one per change.
 
-Does not handle: file system events (inotify); a change is seen at the next poll, by mtime, size and inode.
+Does not handle: file system events (inotify); a change is seen at the next poll, by mtime, size and
+inode.
 """
 import os
 import sys
@@ -17,11 +19,13 @@ from rag.ingest import embed_chunks
 from rag.ingest.pages import find_pages
 from rag.models.server_process import ServerProcess
 
-WATCH_INTERVAL = 2.0  # --watch: seconds between two looks at the wiki (a change is stored ≤ this + embedding later)
+# --watch: seconds between two looks at the wiki (a change is stored ≤ this + embedding later)
+WATCH_INTERVAL = 2.0
 
 
 def snapshot(wiki):
-    """{path: (mtime_ns, size, inode)} of every page and .access file: what a poll compares. Example: {"a.md": (1733…, 120, 4711)}"""
+    """{path: (mtime_ns, size, inode)} of every page and .access file:
+    what a poll compares. Example: {"a.md": (1733…, 120, 4711)}"""
     found = {}
     for rel in find_pages(wiki):
         try:
@@ -29,7 +33,8 @@ def snapshot(wiki):
         except OSError:
             continue
         found[rel] = (st.st_mtime_ns, st.st_size, st.st_ino)
-    for folder in {parent for rel in list(found) for parent in Path(rel).parents}:  # rule files (access_rules.py)
+    # rule files (access_rules.py)
+    for folder in {parent for rel in list(found) for parent in Path(rel).parents}:
         rule = wiki / folder / ".access"
         if rule.is_file():
             st = rule.stat()
@@ -38,16 +43,19 @@ def snapshot(wiki):
 
 
 def describe_run(run):
-    """One line per page a watch cycle changed. Example: geändert: mail/quota.md · 3 Chunks neu · 0.8 s"""
-    lines = [f"{'geändert' if path in run['known'] else 'neu'}: {path} · {embedded} Chunk{'' if embedded == 1 else 's'} "
-             f"neu · {seconds:.1f} s" for path, embedded, seconds in run["written"]]
+    """One line per page a watch cycle changed. Example: geändert:
+    mail/quota.md · 3 Chunks neu · 0.8 s"""
+    lines = [f"{'geändert' if path in run['known'] else 'neu'}: {path} · {embedded} "
+             f"Chunk{'' if embedded == 1 else 's'} neu · {seconds:.1f} s"
+             for path, embedded, seconds in run["written"]]
     return lines + [f"entfernt: {path} · {run['seconds']:.1f} s" for path in run["gone"]]
 
 
 def start_server(args):
-    """--embed-via spawn: one embedding server for the whole watch (args.spawned, which embed_all then uses)."""
-    args.spawned = ServerProcess.for_indexing(args.model, embed_chunks.server_bin(args), ["x" * 4 * args.max_chars],
-                                              threads=args.threads)
+    """--embed-via spawn: one embedding server for the whole watch (args.spawned, which embed_all
+    then uses)."""
+    args.spawned = ServerProcess.for_indexing(args.model, embed_chunks.server_bin(args),
+                                              ["x" * 4 * args.max_chars], threads=args.threads)
     try:
         args.spawned.start()
     except RuntimeError as exc:
@@ -55,7 +63,8 @@ def start_server(args):
 
 
 def watch(args, build):
-    """build(args), then poll args.wiki every args.interval seconds and build(args) again when a page changed.
+    """build(args), then poll args.wiki every args.interval seconds and build(args) again when a
+    page changed.
 
     build returns a run's result (written, gone, known, seconds; see build_index.py) and raises
     SystemExit on failure: said once, tried again at the next poll.
@@ -76,7 +85,8 @@ def watch(args, build):
             try:
                 lines = describe_run(build(args))
                 seen, failed = now, None
-            except SystemExit as exc:  # e.g. the embedder failed: say it once, try again at the next poll
+            # e.g. the embedder failed: say it once, try again at the next poll
+            except SystemExit as exc:
                 if str(exc.code) != failed:
                     print(exc.code, file=sys.stderr, flush=True)
                 failed = str(exc.code)

@@ -6,24 +6,29 @@
     -> [Match("HANDELSREGISTER", 20, 29, "HRB 12345"), Match("UST-ID", 41, 52, "DE136695976")]
     find("Die Hauptstraße ist gesperrt.") -> []
 
-  ADRESSE          street + house number ("12", "12a", "12 a", "12-14", "7/1"; no year): one word ending in a
-                   street suffix (-straße, -str., -weg, -allee, -platz, -gasse, -ring, -damm, -chaussee, -ufer,
-                   -steig, -stieg, -pfad, -graben, -kai, -promenade, -twiete, -deich, -kamp, -markt, -wall,
-                   -gang; not NOT_STREETS such as "Arbeitsplatz", "Vorgang"), hyphenated
-                   ("Karl-Marx-Straße 5"), two words ("Potsdamer Straße 7", "Neuer Wall 5"), a preposition
-                   ("Am Markt 3", "An der Alster 4", "Unter den Linden 77": then only before a comma, a
-                   line end or a full stop, and not a weekday or the like), or any word + number right
-                   before a postcode ("Stephanikirchweide 8, 28217 Bremen"); in lower case only together
-                   with a postcode ("bäckerbreitergang 14, 20355 hamburg")
-  PLZ-ORT          five digits (01001–99998) + town, when the town is in data/orte.txt, an address or a
-                   legal form stands right before it, a word such as "PLZ", "Anschrift", "Sitz", or
-                   when postcode and town stand alone between commas or lines ("…, 37434 Gieboldehausen");
-                   four digits (Austria, Switzerland) only after "A-"/"CH-" or an address
-  HANDELSREGISTER  HRA/HRB + number ("HRB 12345", "HRB-Nr. 12345"); the court is not part of the value
-  UST-ID           DE + 9 digits with the ISO 7064 MOD 11,10 check digit (the same as the Steuer-ID's)
-  STEUERNUMMER     10–13 digits in the formats of the Länder (21/815/08150, 93815/08152, 013 815 08153,
-                   2181508150) up to CONTEXT_CHARS after "Steuernummer", "St.-Nr." or "StNr."
-  BIC              8 or 11 characters (bank, ISO country, place, branch) up to CONTEXT_CHARS after "BIC"/"SWIFT"
+  ADRESSE          street + house number ("12", "12a", "12 a", "12-14", "7/1"; no year): one word
+                   ending in a street suffix (-straße, -str., -weg, -allee, -platz, -gasse, -ring,
+                   -damm, -chaussee, -ufer, -steig, -stieg, -pfad, -graben, -kai, -promenade,
+                   -twiete, -deich, -kamp, -markt, -wall, -gang; not NOT_STREETS such as
+                   "Arbeitsplatz", "Vorgang"), hyphenated ("Karl-Marx-Straße 5"), two words
+                   ("Potsdamer Straße 7", "Neuer Wall 5"), a preposition ("Am Markt 3", "An der
+                   Alster 4", "Unter den Linden 77": then only before a comma, a line end or a full
+                   stop, and not a weekday or the like), or any word + number right before a
+                   postcode ("Stephanikirchweide 8, 28217 Bremen"); in lower case only together with
+                   a postcode ("bäckerbreitergang 14, 20355 hamburg")
+  PLZ-ORT          five digits (01001–99998) + town, when the town is in data/orte.txt, an address
+                   or a legal form stands right before it, a word such as "PLZ", "Anschrift",
+                   "Sitz", or when postcode and town stand alone between commas or lines ("…,
+                   37434 Gieboldehausen"); four digits (Austria, Switzerland) only after "A-"/"CH-"
+                   or an address
+  HANDELSREGISTER  HRA/HRB + number ("HRB 12345", "HRB-Nr. 12345"); the court is not part of the
+                   value
+  UST-ID           DE + 9 digits with the ISO 7064 MOD 11,10 check digit (the same as the
+                   Steuer-ID's)
+  STEUERNUMMER     10–13 digits in the formats of the Länder (21/815/08150, 93815/08152, 013 815
+                   08153, 2181508150) up to CONTEXT_CHARS after "Steuernummer", "St.-Nr." or "StNr."
+  BIC              8 or 11 characters (bank, ISO country, place, branch) up to CONTEXT_CHARS after
+                   "BIC"/"SWIFT"
 
 Does not handle: addresses without a house number ("die Hauptstraße ist gesperrt" is a topic),
 street names without a suffix and without a postcode after them, "Straße des 17. Juni", post
@@ -39,79 +44,110 @@ from rag.privacy.checks import CONTEXT_CHARS, Match, compact, vat_ok
 from rag.privacy.tables import column_cells
 
 TOWNS = Path(__file__).resolve().parent / "data" / "orte.txt"
-SUFFIXES = ("straße", "strasse", "str.", "weg", "allee", "platz", "gasse", "ring", "damm", "chaussee", "ufer",
-            "steig", "stieg", "pfad", "graben", "kai", "promenade", "twiete", "deich", "kamp", "markt", "wall", "gang")
+SUFFIXES = ("straße", "strasse", "str.", "weg", "allee", "platz", "gasse", "ring", "damm",
+            "chaussee", "ufer", "steig", "stieg", "pfad", "graben", "kai", "promenade", "twiete",
+            "deich", "kamp", "markt", "wall", "gang")
 NOT_STREETS = {  # compounds with a street suffix that a wiki writes before a number
-    "arbeitsplatz", "stellplatz", "parkplatz", "speicherplatz", "steckplatz", "sitzplatz", "spielplatz",
-    "schulungsplatz", "messplatz", "lagerplatz", "ausweg", "rückweg", "umweg", "dienstweg", "rechtsweg",
-    "lösungsweg", "fluchtweg", "rettungsweg", "postweg", "lieferweg", "freigabeweg", "schlüsselring", "token-ring",
-    "dateipfad", "suchpfad", "netzwerkpfad", "installationspfad", "speicherpfad", "datenpfad", "firewall",
-    "schutzwall", "supermarkt", "arbeitsmarkt", "wochenmarkt", "flohmarkt", "binnenmarkt", "weihnachtsmarkt",
-    "baumarkt", "getränkemarkt", "drogeriemarkt", "elektromarkt", "absatzmarkt", "eingang", "ausgang", "durchgang",
-    "jahrgang", "lehrgang", "rundgang", "zugang", "übergang", "vorgang", "rückgang", "arbeitsgang", "abgang",
-    "umgang", "hausflurgang", "seitengang", "mittelgang", "wareneingang", "warenausgang", "posteingang",
-    "postausgang", "zahlungseingang", "hintereingang", "haupteingang", "notausgang"}
-ADJECTIVES = {"alte", "alter", "altes", "neue", "neuer", "neues", "große", "großer", "kleine", "kleiner", "hohe",
-              "hoher", "lange", "langer", "breite", "breiter", "obere", "oberer", "untere", "unterer", "innere",
-              "äußere", "hintere", "vordere", "schöne", "weiße", "rote", "grüne", "krumme", "stille", "hohe"}
-ADJECTIVES |= {w[:-1] + ending for w in ADJECTIVES if w.endswith("e") for ending in ("en", "em")}  # "in der Großen Elbstraße"
-NOT_ADJECTIVES = {"der", "die", "das", "oder", "aber", "über", "unser", "jeder", "dieser", "einer", "keiner", "ihrer",
-                  "euer", "hier", "vier", "wieder", "immer", "später", "weiter", "unter", "hinter", "nur", "per",
-                  "neben", "unten", "oben", "vorher", "nachher", "außer", "sowieso", "danach", "daher", "seiner",
-                  "meiner", "deiner", "unserer", "eurer", "ihr", "mehr", "sehr", "wer", "ander", "aller"}
-SEPARATE = r"(?:Straße|Strasse|Str\.|Weg|Allee|Platz|Ring|Damm|Chaussee|Landstraße|Heerstraße|Ufer|Steig|Markt|Tor|Brücke|Kai|Wall|Graben|Twiete|Burstah|Steinweg)"
-PREPOSITIONS = (r"(?:Am|Im|Zum|Zur|Beim|Vorm|Hinterm|Unterm|Überm|Ans|Ins|(?:An|Auf|In|Bei|Hinter|Unter|Vor|Über|Neben|Zu|Zwischen)"
-                r"\ (?:der|dem|den|des)|Platz\ der|Platz\ des|Straße\ der|Straße\ des|Allee\ der)")
-NOT_PLACES = {  # nouns after "Am"/"Im" … that make a time or a thing, not a street ("Am Montag 3 Tickets")
-    "montag", "dienstag", "mittwoch", "donnerstag", "freitag", "samstag", "sonntag", "wochenende", "anfang",
-    "ende", "tag", "abend", "morgen", "mittag", "vormittag", "nachmittag", "jahr", "monat", "standort", "lager",
-    "raum", "server", "rechner", "gerät", "büro", "stock", "gebäude", "keller", "netz", "netzwerk", "system",
-    "ticket", "schritt", "kapitel", "abschnitt", "punkt", "fall", "beispiel", "januar", "februar", "märz",
-    "april", "mai", "juni", "juli", "august", "september", "oktober", "november", "dezember", "quartal",
-    "telefon", "wiki", "portal", "vertrag", "anhang", "bildschirm", "laptop", "drucker", "schrank", "regal"}
+    "arbeitsplatz", "stellplatz", "parkplatz", "speicherplatz", "steckplatz", "sitzplatz",
+    "spielplatz", "schulungsplatz", "messplatz", "lagerplatz", "ausweg", "rückweg", "umweg",
+    "dienstweg", "rechtsweg", "lösungsweg", "fluchtweg", "rettungsweg", "postweg", "lieferweg",
+    "freigabeweg", "schlüsselring", "token-ring", "dateipfad", "suchpfad", "netzwerkpfad",
+    "installationspfad", "speicherpfad", "datenpfad", "firewall", "schutzwall", "supermarkt",
+    "arbeitsmarkt", "wochenmarkt", "flohmarkt", "binnenmarkt", "weihnachtsmarkt", "baumarkt",
+    "getränkemarkt", "drogeriemarkt", "elektromarkt", "absatzmarkt", "eingang", "ausgang",
+    "durchgang", "jahrgang", "lehrgang", "rundgang", "zugang", "übergang", "vorgang", "rückgang",
+    "arbeitsgang", "abgang", "umgang", "hausflurgang", "seitengang", "mittelgang", "wareneingang",
+    "warenausgang", "posteingang", "postausgang", "zahlungseingang", "hintereingang",
+    "haupteingang", "notausgang"}
+ADJECTIVES = {"alte", "alter", "altes", "neue", "neuer", "neues", "große", "großer", "kleine",
+              "kleiner", "hohe", "hoher", "lange", "langer", "breite", "breiter", "obere", "oberer",
+              "untere", "unterer", "innere", "äußere", "hintere", "vordere", "schöne", "weiße",
+              "rote", "grüne", "krumme", "stille", "hohe"}
+# "in der Großen Elbstraße"
+ADJECTIVES |= {w[:-1] + ending for w in ADJECTIVES if w.endswith("e") for ending in ("en", "em")}
+NOT_ADJECTIVES = {"der", "die", "das", "oder", "aber", "über", "unser", "jeder", "dieser", "einer",
+                  "keiner", "ihrer", "euer", "hier", "vier", "wieder", "immer", "später", "weiter",
+                  "unter", "hinter", "nur", "per", "neben", "unten", "oben", "vorher", "nachher",
+                  "außer", "sowieso", "danach", "daher", "seiner", "meiner", "deiner", "unserer",
+                  "eurer", "ihr", "mehr", "sehr", "wer", "ander", "aller"}
+SEPARATE = (r"(?:Straße|Strasse|Str\.|Weg|Allee|Platz|Ring|Damm|Chaussee|Landstraße|Heerstraße|"
+            r"Ufer|Steig|Markt|Tor|Brücke|Kai|Wall|Graben|Twiete|Burstah|Steinweg)")
+PREPOSITIONS = (r"(?:Am|Im|Zum|Zur|Beim|Vorm|Hinterm|Unterm|Überm|Ans|Ins|"
+                r"(?:An|Auf|In|Bei|Hinter|Unter|Vor|Über|Neben|Zu|Zwischen)\ (?:der|dem|den|des)|"
+                r"Platz\ der|Platz\ des|Straße\ der|Straße\ des|Allee\ der)")
+# nouns after "Am"/"Im" … that make a time or a thing, not a street ("Am Montag 3 Tickets")
+NOT_PLACES = {
+    "montag", "dienstag", "mittwoch", "donnerstag", "freitag", "samstag", "sonntag", "wochenende",
+    "anfang", "ende", "tag", "abend", "morgen", "mittag", "vormittag", "nachmittag", "jahr",
+    "monat", "standort", "lager", "raum", "server", "rechner", "gerät", "büro", "stock",
+    "gebäude", "keller", "netz", "netzwerk", "system", "ticket", "schritt", "kapitel", "abschnitt",
+    "punkt", "fall", "beispiel", "januar", "februar", "märz", "april", "mai", "juni", "juli",
+    "august", "september", "oktober", "november", "dezember", "quartal", "telefon", "wiki",
+    "portal", "vertrag", "anhang", "bildschirm", "laptop", "drucker", "schrank", "regal"}
 WORD = r"[A-ZÄÖÜ][a-zäöüß]+"
-HOUSE = (r"(?:\d{1,3}|(?!19|20)\d{4})(?:\ ?[a-zA-Z](?![\w]))?(?:\ ?[-–/]\ ?\d{1,4}(?:\ ?[a-zA-Z](?![\w]))?)?")  # not a year
-HOUSE_END = r"(?![\w]|[.,:]\d|\ ?(?:%|€|Euro|EUR|GB|MB|TB|KB|Prozent|Stück|Tage|Stunden|Minuten|Jahre|Monate|Uhr|x\b))"
+# not a year
+HOUSE = (r"(?:\d{1,3}|(?!19|20)\d{4})(?:\ ?[a-zA-Z](?![\w])"
+         r")?(?:\ ?[-–/]\ ?\d{1,4}(?:\ ?[a-zA-Z](?![\w]))?)?")
+HOUSE_END = (r"(?![\w]|[.,:]\d|\ ?(?:%|€|Euro|EUR|GB|MB|TB|KB|Prozent|Stück|Tage|Stunden|"
+             r"Minuten|Jahre|Monate|Uhr|x\b))")
 STREET = re.compile(r"(?<![\w-])(?P<street>"
-                    rf"(?:{WORD}-|[A-ZÄÖÜ][\w.]*\.-)*(?:{WORD}|[A-ZÄÖÜ])-(?:Straße|Strasse|Str\.|Weg|Allee|Platz|Gasse|Ring|Damm|Chaussee|Ufer|Steig|Stieg|Pfad|Kai|Promenade|Twiete|Deich|Kamp)"
-                    rf"|{WORD}(?:{'|'.join(re.escape(s) for s in SUFFIXES)})"
-                    rf"|{WORD}\ {SEPARATE})"
+                    rf"(?:{WORD}-|[A-ZÄÖÜ][\w.]*\.-)*(?:{WORD}|[A-ZÄÖÜ])"
+                    r"-(?:Straße|Strasse|Str\.|Weg|Allee|Platz|Gasse|Ring|Damm|Chaussee|Ufer|"
+                    r"Steig|Stieg|Pfad|Kai|Promenade|Twiete|Deich|Kamp)|"
+                    rf"{WORD}(?:{'|'.join(re.escape(s) for s in SUFFIXES)})|{WORD}\ {SEPARATE})"
                     rf"\ (?P<number>{HOUSE}){HOUSE_END}")
-PREPOSITIONAL = re.compile(rf"(?<![\w-])(?P<street>{PREPOSITIONS}\ (?:[A-ZÄÖÜ][a-zäöüß]+(?:en|em|er|es|e)\ )?"
+PREPOSITIONAL = re.compile(rf"(?<![\w-])(?P<street>{PREPOSITIONS}"
+                           r"\ (?:[A-ZÄÖÜ][a-zäöüß]+(?:en|em|er|es|e)\ )?"
                            rf"(?P<noun>{WORD}(?:-{WORD})*))"
-                           rf"\ (?P<number>{HOUSE})(?=\s*(?:,|\n|$|\.(?!\d)|;|\)|·|\||in\ \d{{5}}\ [A-ZÄÖÜ]))")
-BEFORE_POSTCODE = re.compile(rf"(?<![\w-])(?P<street>(?:{WORD}[-\ ])?{WORD})\ (?P<number>{HOUSE})(?![.,]\d)"
-                             r"(?=\s*(?:,|;|\n|·|\|)\s*(?:D-)?\d{5}\s+[A-ZÄÖÜ])")
-LOWER_ADDRESS = re.compile(rf"(?<![\w-])(?P<street>[a-zäöüß]+(?:{'|'.join(re.escape(s) for s in SUFFIXES)})"
-                           rf"|[a-zäöüß]+er\ [a-zäöüß]*(?:{'|'.join(re.escape(s) for s in SUFFIXES)}))"
-                           rf"\ (?P<number>{HOUSE}),\ ?(?P<code>\d{{5}})\ (?P<town>[a-zäöüß]+(?:-[a-zäöüß]+)*)(?![\w-])")
-NOT_CODES = re.compile(r"(?i)(?:kostenstelle|\bkst\b\.?|ticket|artikel|bestell|rechnung|auftrag|vorgang|kunden|projekt|konto|"
-                       r"inventar|\bport|personal|\bnr\.?|nummer|#)\S*[.:#\s]*$")  # words before a number: no postcode
-TOWN = (r"(?:(?:Bad|St\.|Sankt|Hansestadt)\ )?[A-ZÄÖÜ][a-zäöüß]+(?:-[A-ZÄÖÜ][a-zäöüß]+)*"
-        r"(?:\ (?:am|an\ der|an\ dem|im|in\ der|ob\ der|bei|vor\ der)\ [A-ZÄÖÜ][a-zäöüß]+|\ \([A-ZÄÖÜ][a-zäöüß]+\)"
-        r"|\ auf\ (?:Föhr|Amrum|Sylt|Pellworm|Rügen|Fehmarn|Usedom|Hiddensee|Poel|Borkum|Juist|Norderney|Baltrum|"
-        r"Langeoog|Spiekeroog|Wangerooge|Helgoland|Reichenau|Mainau)"
-        r"|/[A-ZÄÖÜ][a-zäöüß]+)?")
-POSTCODE = re.compile(rf"(?:(?<![\w.,/-])|(?<=[^\W\d],))(?P<prefix>(?:D|DE|A|AT|CH)-)?(?P<code>\d{{4,5}})\ (?P<town>{TOWN})(?![\w-])")
+                           rf"\ (?P<number>{HOUSE})(?=\s*(?:,|\n|$|\.(?!\d)|;|\)|·|\||"
+                           rf"in\ \d{{5}}\ [A-ZÄÖÜ]))")
+BEFORE_POSTCODE = re.compile(rf"(?<![\w-])(?P<street>(?:{WORD}[-\ ])?{WORD})\ (?P<number>{HOUSE})"
+                             r"(?![.,]\d)(?=\s*(?:,|;|\n|·|\|)\s*(?:D-)?\d{5}\s+[A-ZÄÖÜ])")
+LOWER_ADDRESS = re.compile(rf"(?<![\w-])(?P<street>[a-zäöüß]+"
+                           rf"(?:{'|'.join(re.escape(s) for s in SUFFIXES)})"
+                           rf"|[a-zäöüß]+er\ [a-zäöüß]*"
+                           rf"(?:{'|'.join(re.escape(s) for s in SUFFIXES)}))"
+                           rf"\ (?P<number>{HOUSE}),\ ?(?P<code>\d{{5}})"
+                           r"\ (?P<town>[a-zäöüß]+(?:-[a-zäöüß]+)*)(?![\w-])")
+# words before a number: no postcode
+NOT_CODES = re.compile(r"(?i)(?:kostenstelle|\bkst\b\.?|ticket|artikel|bestell|rechnung|auftrag|"
+                       r"vorgang|kunden|projekt|konto|inventar|\bport|personal|\bnr\.?|nummer|#)"
+                       r"\S*[.:#\s]*$")
+TOWN = (r"(?:(?:Bad|St\.|Sankt|Hansestadt)"
+        r"\ )?[A-ZÄÖÜ][a-zäöüß]+(?:-[A-ZÄÖÜ][a-zäöüß]+)*(?:\ (?:am|an\ der|an\ dem|"
+        r"im|in\ der|ob\ der|bei|vor\ der)\ [A-ZÄÖÜ][a-zäöüß]+|"
+        r"\ \([A-ZÄÖÜ][a-zäöüß]+\)|\ auf\ (?:Föhr|Amrum|Sylt|Pellworm|Rügen|Fehmarn|"
+        r"Usedom|Hiddensee|Poel|Borkum|Juist|Norderney|Baltrum|Langeoog|Spiekeroog|Wangerooge|"
+        r"Helgoland|Reichenau|Mainau)|/[A-ZÄÖÜ][a-zäöüß]+)?")
+POSTCODE = re.compile(r"(?:(?<![\w.,/-])|(?<=[^\W\d],))(?P<prefix>(?:D|DE|A|AT|CH)"
+                      rf"-)?(?P<code>\d{{4,5}})\ (?P<town>{TOWN})(?![\w-])")
 AFTER_PREPOSITION = re.compile(r"(?:^|[\s(])(?:in|aus|nach|bei|von|wohnt|wohnhaft|Wohnort)\s+$")
-NOT_TOWNS = re.compile(r"(?:en|ern|Euro|EUR|CHF|Dollar|USD|Stück|Prozent|Mal|Byte|Bytes|Zeichen|Punkte?|Seiten|Tickets?)$")
-POSTCODE_WORDS = re.compile(r"(?i)(?:\bplz|postleitzahl|\bort|wohnort|anschrift|adresse|\bsitz|postfach)\s*:?\s*$")
-LEGAL_FORM = re.compile(r"\b(?:GmbH|AG|KG|OHG|SE|UG|e\.\s?V\.|mbH|KGaA|GbR|Ltd\.?|Inc\.?)(?!\w)")  # "Co. KG" ends in KG
-ENDS_WITH_COMPANY = re.compile(LEGAL_FORM.pattern + r"\s*[,·|\n]\s*$")  # "Hansa GmbH, " before a postcode: its seat
-REGISTER = re.compile(r"(?<![\w-])HR\s?(?P<letter>[AB])(?:\s*-?\s*Nr\.?)?\s*:?\s*(?P<number>\d{1,6})(?![\d,./-]\d)(?!\w)")
+NOT_TOWNS = re.compile(r"(?:en|ern|Euro|EUR|CHF|Dollar|USD|Stück|Prozent|Mal|Byte|Bytes|Zeichen|"
+                       r"Punkte?|Seiten|Tickets?)$")
+POSTCODE_WORDS = re.compile(r"(?i)(?:\bplz|postleitzahl|\bort|wohnort|anschrift|adresse|\bsitz|"
+                            r"postfach)\s*:?\s*$")
+# "Co. KG" ends in KG
+LEGAL_FORM = re.compile(r"\b(?:GmbH|AG|KG|OHG|SE|UG|e\.\s?V\.|mbH|KGaA|GbR|Ltd\.?|Inc\.?)(?!\w)")
+# "Hansa GmbH, " before a postcode: its seat
+ENDS_WITH_COMPANY = re.compile(LEGAL_FORM.pattern + r"\s*[,·|\n]\s*$")
+REGISTER = re.compile(r"(?<![\w-])HR\s?(?P<letter>[AB])"
+                      r"(?:\s*-?\s*Nr\.?)?\s*:?\s*(?P<number>\d{1,6})(?![\d,./-]\d)(?!\w)")
 VAT = re.compile(r"(?<![\w-])DE[ ]?(?P<digits>\d{3}[ ]?\d{3}[ ]?\d{3})(?![\w-]|[.,/]\d| \d)")
-TAX_WORDS = re.compile(r"(?i)(?:steuer-?\s?nummer|steuernr\.?|steuer-nr\.?|\bst\.?\s?-?nr\.?|\bstnr\.?)")
-TAX_NUMBER = re.compile(r"(?<![\w/.-])(?:\d{2,4}/\d{3,4}/\d{4,5}|\d{5}/\d{5}|\d{2,3}\ \d{3,4}\ \d{4,5}|\d{10,13})"
-                        r"(?![\w/-]|[.,]\d)")
+TAX_WORDS = re.compile(r"(?i)(?:steuer-?\s?nummer|steuernr\.?|steuer-nr\.?|\bst\.?\s?-?nr\.?|"
+                       r"\bstnr\.?)")
+TAX_NUMBER = re.compile(r"(?<![\w/.-])(?:\d{2,4}/\d{3,4}/\d{4,5}|\d{5}/\d{5}|"
+                        r"\d{2,3}\ \d{3,4}\ \d{4,5}|\d{10,13})(?![\w/-]|[.,]\d)")
 BIC_WORDS = re.compile(r"(?i)\b(?:bic|swift)(?:[-/ ]?(?:code|bic|swift))?\b")
+# lower case: typed in a chat
 BIC = re.compile(r"(?<![\w-])(?:[A-Z]{4}(?P<country>[A-Z]{2})[A-Z0-9]{2}(?:[A-Z0-9]{3})?"
-                 r"|[a-z]{4}(?P<lower>[a-z]{2})[a-z0-9]{2}(?:[a-z0-9]{3})?)(?![\w-])")  # lower case: typed in a chat
-COUNTRIES = set("""AD AE AF AG AL AM AO AR AT AU AZ BA BB BD BE BF BG BH BI BJ BN BO BR BS BT BW BY BZ CA CD CF CG
-    CH CI CL CM CN CO CR CU CV CY CZ DE DJ DK DM DO DZ EC EE EG ER ES ET FI FJ FM FR GA GB GD GE GH GI GM GN GQ GR
-    GT GW GY HK HN HR HT HU ID IE IL IN IQ IR IS IT JM JO JP KE KG KH KI KM KN KP KR KW KZ LA LB LC LI LK LR LS LT
-    LU LV LY MA MC MD ME MG MH MK ML MM MN MR MT MU MV MW MX MY MZ NA NE NG NI NL NO NP NR NZ OM PA PE PG PH PK PL
-    PS PT PW PY QA RO RS RU RW SA SB SC SD SE SG SI SK SL SM SN SO SR ST SV SY SZ TD TG TH TJ TL TM TN TO TR TT TV
-    TW TZ UA UG US UY UZ VA VC VE VN VU WS YE ZA ZM ZW""".split())  # ISO 3166-1, as in a BIC
+                 r"|[a-z]{4}(?P<lower>[a-z]{2})[a-z0-9]{2}(?:[a-z0-9]{3})?)(?![\w-])")
+COUNTRIES = set("""AD AE AF AG AL AM AO AR AT AU AZ BA BB BD BE BF BG BH BI BJ BN BO BR BS BT BW BY
+    BZ CA CD CF CG CH CI CL CM CN CO CR CU CV CY CZ DE DJ DK DM DO DZ EC EE EG ER ES ET FI FJ FM FR
+    GA GB GD GE GH GI GM GN GQ GR GT GW GY HK HN HR HT HU ID IE IL IN IQ IR IS IT JM JO JP KE KG KH
+    KI KM KN KP KR KW KZ LA LB LC LI LK LR LS LT LU LV LY MA MC MD ME MG MH MK ML MM MN MR MT MU MV
+    MW MX MY MZ NA NE NG NI NL NO NP NR NZ OM PA PE PG PH PK PL PS PT PW PY QA RO RS RU RW SA SB SC
+    SD SE SG SI SK SL SM SN SO SR ST SV SY SZ TD TG TH TJ TL TM TN TO TR TT TV TW TZ UA UG US UY UZ
+    VA VC VE VN VU WS YE ZA ZM ZW""".split())  # ISO 3166-1, as in a BIC
 
 
 @lru_cache(maxsize=1)
@@ -124,8 +160,9 @@ def towns():
 # -- streets and towns -----------------------------------------------------------------------------
 @lru_cache(maxsize=64)
 def find_streets(text):
-    """Street + house number as written: "Hauptstraße 12a", "Am Markt 3", "Potsdamer Straße 7" (a tuple;
-    cached, because rag/privacy/name_forms.py asks for the same text's streets as find() does)."""
+    """Street + house number as written: "Hauptstraße 12a", "Am Markt 3", "Potsdamer Straße 7" (a
+    tuple; cached, because rag/privacy/name_forms.py asks for the same text's streets as find()
+    does)."""
     found = []
     for m in STREET.finditer(text):
         street = m.group("street")
@@ -141,27 +178,35 @@ def find_streets(text):
         found.append(Match("ADRESSE", start, m.end("number"), text[start:m.end("number")]))
     for m in PREPOSITIONAL.finditer(text):
         if m.group("noun").lower() not in NOT_PLACES:
-            found.append(Match("ADRESSE", m.start(), m.end("number"), text[m.start():m.end("number")]))
+            found.append(Match("ADRESSE", m.start(), m.end("number"),
+                               text[m.start():m.end("number")]))
     for m in BEFORE_POSTCODE.finditer(text):
         words = m.group("street").replace("-", " ").split()
-        start = m.start() if len(words) == 1 or words[0].lower() in ADJECTIVES or words[0].endswith("er") \
-            else m.start("street") + m.group("street").rindex(words[-1])  # "Anschrift Leopoldstraße 28a": the street
-        if not {w.lower() for w in words[-1:]} & NOT_PLACES and not any(f.start <= start < f.end for f in found):
+        # "Anschrift Leopoldstraße 28a": the street
+        start = (m.start() if len(words) == 1 or words[0].lower() in ADJECTIVES
+                 or words[0].endswith("er")
+                 else m.start("street") + m.group("street").rindex(words[-1]))
+        if (not {w.lower() for w in words[-1:]} & NOT_PLACES
+                and not any(f.start <= start < f.end for f in found)):
             found.append(Match("ADRESSE", start, m.end("number"), text[start:m.end("number")]))
-    for m in LOWER_ADDRESS.finditer(text):  # "bäckerbreitergang 14, 20355 hamburg" (typed in lower case)
+    # "bäckerbreitergang 14, 20355 hamburg" (typed in lower case)
+    for m in LOWER_ADDRESS.finditer(text):
         if m.group("street") not in NOT_STREETS:
-            found.append(Match("ADRESSE", m.start(), m.end("number"), text[m.start():m.end("number")]))
+            found.append(Match("ADRESSE", m.start(), m.end("number"),
+                               text[m.start():m.end("number")]))
     return tuple(found)
 
 
 def adjective(word):
-    """A word that can open a street name: "Potsdamer", "Großen" -> True; "Jeder", "Hier" -> False"""
+    """A word that can open a street name: "Potsdamer", "Großen" -> True; "Jeder", "Hier"
+    -> False"""
     low = word.lower()
     return low not in NOT_ADJECTIVES and (low in ADJECTIVES or low.endswith("er"))
 
 
 def find_postcodes(text, streets=()):
-    """Postcode + town ("20095 Hamburg"), when something says it is one (see the module docstring)."""
+    """Postcode + town ("20095 Hamburg"), when something says it is one (see the module
+    docstring)."""
     ends = {s.end for s in streets}
     for m in LOWER_ADDRESS.finditer(text):
         yield Match("PLZ-ORT", m.start("code"), m.end("town"), text[m.start("code"):m.end("town")])
@@ -172,16 +217,21 @@ def find_postcodes(text, streets=()):
         before = text[max(0, m.start() - 30):m.start()]
         if NOT_CODES.search(before):
             continue  # "Kostenstelle 41020 Hamburg", "Ticket 20457: …"
-        after_street = any(0 <= m.start() - end <= 4 and re.fullmatch(r"\s*[,·|\n]?\s*", text[end:m.start()])
+        after_street = any(0 <= m.start() - end <= 4
+                           and re.fullmatch(r"\s*[,·|\n]?\s*", text[end:m.start()])
                            for end in ends)
         if len(code) == 4:
             evidence = bool(prefix and prefix[0] in "AC") or after_street
         else:
-            segment = re.search(r"(?:^|[\n,;·|(])[ \t]*$", before) and re.match(r"[ \t]*(?:$|[\n,;·|)]|\.(?!\w))",
+            segment = re.search(r"(?:^|[\n,;·|(])[ \t]*$",
+                                before) and re.match(r"[ \t]*(?:$|[\n,;·|)]|\.(?!\w))",
                                                                                text[m.end():])
-            preposition = AFTER_PREPOSITION.search(before) and not NOT_TOWNS.search(town.split()[0])  # "aus 21465 Reinbek"
-            evidence = (town.split()[0] in towns() or after_street or bool(prefix) or bool(segment) or bool(preposition) or
-                        bool(POSTCODE_WORDS.search(before)) or bool(ENDS_WITH_COMPANY.search(before)))
+            # "aus 21465 Reinbek"
+            preposition = AFTER_PREPOSITION.search(before) and not NOT_TOWNS.search(town.split()[0])
+            evidence = (town.split()[0] in towns() or after_street or bool(prefix) or bool(segment)
+                        or bool(preposition) or
+                        bool(POSTCODE_WORDS.search(before))
+                        or bool(ENDS_WITH_COMPANY.search(before)))
         if evidence:
             yield Match("PLZ-ORT", m.start("code"), m.end(), text[m.start("code"):m.end()])
 
@@ -201,7 +251,8 @@ def find_vat_ids(text):
 
 
 def after_word(text, words, pattern, kind):
-    """Values of `pattern` starting up to CONTEXT_CHARS after a match of `words`, on the same line."""
+    """Values of `pattern` starting up to CONTEXT_CHARS after a match of `words`, on the same
+    line."""
     for w in words.finditer(text):
         line_end = text.find("\n", w.end())
         m = pattern.search(text, w.end(), len(text) if line_end < 0 else line_end)
@@ -210,7 +261,8 @@ def after_word(text, words, pattern, kind):
 
 
 def in_column(text, title, pattern, kind):
-    """Values of `pattern` filling a cell of a table column whose title matches `title` ("| Steuernummer |")."""
+    """Values of `pattern` filling a cell of a table column whose title matches `title` ("|
+    Steuernummer |")."""
     for _, (start, end, cell) in column_cells(text, title.fullmatch):
         m = pattern.fullmatch(cell.strip())
         if m:
@@ -229,22 +281,28 @@ def find_tax_numbers(text):
 
 def find_bics(text):
     """BICs after "BIC" or "SWIFT", or in its column: "BIC: COBADEFFXXX"."""
-    for m, match in list(after_word(text, BIC_WORDS, BIC, "BIC")) + list(in_column(text, BIC_WORDS, BIC, "BIC")):
+    for m, match in list(after_word(text, BIC_WORDS, BIC,
+                                    "BIC")) + list(in_column(text, BIC_WORDS, BIC, "BIC")):
         country = m.group("country") or m.group("lower").upper()
         if country in COUNTRIES and (m.group("country") or re.search(r"\d|xxx$", m.group())):
             yield match  # a lower-case one needs a digit or "xxx" ("bic: erfragen" is a word)
 
 
 def find(text):
-    """All of this module's kinds in `text` (possibly overlapping; rag/privacy/mask.py resolves overlaps)."""
+    """All of this module's kinds in `text` (possibly overlapping; rag/privacy/mask.py resolves
+    overlaps)."""
     streets = list(find_streets(text))
-    return (streets + list(find_postcodes(text, streets)) + list(find_registers(text)) + list(find_vat_ids(text))
+    return (streets + list(find_postcodes(text,
+                                          streets)) + list(find_registers(text)) + list(
+                                              find_vat_ids(text))
             + list(find_tax_numbers(text)) + list(find_bics(text)))
 
 
 def normalise(kind, value):
-    """One spelling per value. Examples: ("ADRESSE", "Hauptstr. 12 a") -> "HAUPTSTR12A" (as "Hauptstraße 12a");
-    ("HANDELSREGISTER", "HRB-Nr. 12345 B") -> "HRB12345"; ("STEUERNUMMER", "21/815/08150") -> "2181508150"
+    """One spelling per value. Examples: ("ADRESSE", "Hauptstr. 12 a")
+    -> "HAUPTSTR12A" (as "Hauptstraße 12a");
+    ("HANDELSREGISTER", "HRB-Nr. 12345 B") -> "HRB12345"; ("STEUERNUMMER", "21/815/08150")
+    -> "2181508150"
     """
     short = compact(value).upper()
     if kind == "ADRESSE":

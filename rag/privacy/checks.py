@@ -1,4 +1,5 @@
-"""Check digits of German personal data and company identifiers, and the one Match record of rag/privacy/.
+"""Check digits of German personal data and company identifiers, and the one Match record of
+rag/privacy/.
 
     iban_ok("DE89370400440532013000") -> True        steuer_id_ok("86095742719") -> True
     card_ok("4111111111111111") -> True              svnr_ok("15070649C103") -> True
@@ -15,13 +16,14 @@ from collections import Counter, namedtuple
 
 Match = namedtuple("Match", "kind start end value")  # value: the text as written
 
-CONTEXT_CHARS = 60  # how far a context word ("Personalausweis", "Steuernummer", "BIC") may stand from its value
+# how far a context word ("Personalausweis", "Steuernummer", "BIC") may stand from its value
+CONTEXT_CHARS = 60
 IBAN_LENGTHS = {  # SEPA countries (EPC list, 2025) -> IBAN length
-    "AD": 24, "AL": 28, "AT": 20, "BE": 16, "BG": 22, "CH": 21, "CY": 28, "CZ": 24, "DE": 22, "DK": 18,
-    "EE": 20, "ES": 24, "FI": 18, "FR": 27, "GB": 22, "GI": 23, "GR": 27, "HR": 21, "HU": 28, "IE": 22,
-    "IS": 26, "IT": 27, "LI": 21, "LT": 20, "LU": 20, "LV": 21, "MC": 27, "MD": 24, "ME": 22, "MK": 19,
-    "MT": 31, "NL": 18, "NO": 15, "PL": 28, "PT": 25, "RO": 24, "RS": 22, "SE": 24, "SI": 19, "SK": 24,
-    "SM": 27, "VA": 22}
+    "AD": 24, "AL": 28, "AT": 20, "BE": 16, "BG": 22, "CH": 21, "CY": 28, "CZ": 24, "DE": 22,
+    "DK": 18, "EE": 20, "ES": 24, "FI": 18, "FR": 27, "GB": 22, "GI": 23, "GR": 27, "HR": 21,
+    "HU": 28, "IE": 22, "IS": 26, "IT": 27, "LI": 21, "LT": 20, "LU": 20, "LV": 21, "MC": 27,
+    "MD": 24, "ME": 22, "MK": 19, "MT": 31, "NL": 18, "NO": 15, "PL": 28, "PT": 25, "RO": 24,
+    "RS": 22, "SE": 24, "SI": 19, "SK": 24, "SM": 27, "VA": 22}
 CARD_RULES = [  # (IIN prefixes, allowed lengths); a prefix "2221-2720" is a numeric range
     (("4",), (13, 16, 19)),  # Visa
     (("51-55", "2221-2720"), (16,)),  # Mastercard
@@ -36,7 +38,8 @@ ICAO_ALPHABET = "0123456789CFGHJKLMNPRTVWXYZ"  # characters of German ID card an
 
 
 def compact(value):
-    """The value without blanks, slashes, brackets and dashes. Example: compact("030 / 231-25") -> "03023125" """
+    """The value without blanks, slashes, brackets and dashes. Example: compact("030 / 231-25")
+    -> "03023125" """
     return re.sub(r"[\s/()-]", "", value)
 
 
@@ -49,7 +52,8 @@ def iban_ok(iban):
 
 
 def iban_check(country, bban):
-    """The two check digits an IBAN needs. Example: iban_check("DE", "370400440532013000") -> "89" """
+    """The two check digits an IBAN needs. Example: iban_check("DE", "370400440532013000")
+    -> "89" """
     rest = int("".join(str(int(c, 36)) for c in bban + country + "00")) % 97
     return f"{98 - rest:02d}"
 
@@ -99,18 +103,21 @@ def steuer_id_ok(digits):
 
 
 def vat_ok(digits):
-    """The check digit of a German USt-IdNr, the Steuer-ID's procedure. Example: vat_ok("136695976") -> True"""
+    """The check digit of a German USt-IdNr, the Steuer-ID's procedure. Example: vat_ok("136695976")
+    -> True"""
     return steuer_id_check(digits[:8]) == int(digits[8])
 
 
 def svnr_check(first11):
-    """Check digit of a Rentenversicherungsnummer, letter included. Example: svnr_check("15070649C10") -> 3
+    """Check digit of a Rentenversicherungsnummer, letter included. Example:
+    svnr_check("15070649C10") -> 3
 
     The letter becomes its place in the alphabet (C -> 03); weights 2 1 2 5 7 1 2 1 2 1 2 1; the
     digit sums of the products, added up, mod 10.
     """
     digits = first11[:8] + f"{ord(first11[8]) - 64:02d}" + first11[9:11]
-    return sum(sum(divmod(int(d) * w, 10)) for d, w in zip(digits, (2, 1, 2, 5, 7, 1, 2, 1, 2, 1, 2, 1))) % 10
+    return sum(sum(divmod(int(d) * w, 10))
+               for d, w in zip(digits, (2, 1, 2, 5, 7, 1, 2, 1, 2, 1, 2, 1))) % 10
 
 
 def svnr_ok(value):
@@ -127,5 +134,6 @@ def icao_check(chars):
 
 def date_ok(day, month, year):
     """Example: date_ok(31, 4, 1980) -> False (April has 30 days)"""
-    days = [31, 29 if year % 4 == 0 and (year % 100 or year % 400 == 0) else 28] + [31, 30, 31, 30, 31, 31, 30, 31, 30, 31]
+    days = ([31, 29 if year % 4 == 0 and (year % 100 or year % 400 == 0) else 28]
+            + [31, 30, 31, 30, 31, 31, 30, 31, 30, 31])
     return 1 <= month <= 12 and 1 <= day <= days[month - 1]

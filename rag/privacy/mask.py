@@ -26,16 +26,19 @@ from collections import Counter
 from rag.privacy import detect
 from rag.privacy.name_words import AFTER_ARTICLE, PARTICLES
 
-MODES = ("mask", "flag", "off")  # --pii / RAG_PII: replace values, only flag the sources, do nothing
-LABELS = {"E-MAIL": "E-Mail", "TELEFON": "Telefon", "NAME": "Name", "ADRESSE": "Adresse", "PLZ-ORT": "PLZ und Ort",
-          "STEUERNUMMER": "Steuernummer", "GEBURTSDATUM": "Geburtsdatum"}  # for "Telefon behalten: …"
+# --pii / RAG_PII: replace values, only flag the sources, do nothing
+MODES = ("mask", "flag", "off")
+# for "Telefon behalten: …"
+LABELS = {"E-MAIL": "E-Mail", "TELEFON": "Telefon", "NAME": "Name", "ADRESSE": "Adresse",
+          "PLZ-ORT": "PLZ und Ort", "STEUERNUMMER": "Steuernummer", "GEBURTSDATUM": "Geburtsdatum"}
 
 
 # -- what is masked, what stays --------------------------------------------------------------------
 def parse_keep(spec):
     """RAG_PII_KEEP / --pii-keep: comma-separated values or patterns (* ?), each optionally "KIND:".
 
-    Example: parse_keep("0421 555*, NAME:Henrik Lorenzen") -> [(None, "0421 555*"), ("NAME", "Henrik Lorenzen")]
+    Example: parse_keep("0421 555*, NAME:Henrik Lorenzen")
+             -> [(None, "0421 555*"), ("NAME", "Henrik Lorenzen")]
     """
     entries = []
     for item in (spec or "").split(","):
@@ -49,9 +52,11 @@ def parse_keep(spec):
 
 
 def parse_kinds(spec):
-    """RAG_PII_KINDS / --pii-kinds: which kinds are masked. Raises ValueError (German) for unknown kinds.
+    """RAG_PII_KINDS / --pii-kinds: which kinds are masked. Raises ValueError (German) for unknown
+    kinds.
 
-    Examples: parse_kinds("") -> all detect.KINDS; parse_kinds("-ADRESSE,-PLZ-ORT") -> all but those two;
+    Examples: parse_kinds("") -> all detect.KINDS; parse_kinds("-ADRESSE,-PLZ-ORT")
+              -> all but those two;
     parse_kinds("IBAN,TELEFON") -> only those two; parse_kinds("alle,-NAME") -> all but NAME
     """
     items = [item.strip().upper() for item in (spec or "").split(",") if item.strip()]
@@ -65,21 +70,26 @@ def parse_kinds(spec):
 
 
 def describe_kept(kept):
-    """Example: Kept("TELEFON", "0421 555 3090", "Hotline") -> "Telefon behalten: 0421 555 3090 (Hotline)" """
+    """Example: Kept("TELEFON", "0421 555 3090", "Hotline")
+             -> "Telefon behalten: 0421 555 3090 (Hotline)" """
     return f"{LABELS.get(kept.kind, kept.kind)} behalten: {kept.value} ({kept.reason})"
 
 
 # -- masking ---------------------------------------------------------------------------------------
 def name_parts(name):
-    """The words of a name that stand for it alone. Example: "Dr. Ursula von der Leyen" -> ["Ursula", "Leyen"]"""
-    return [w for w in re.split(r"[\s,]+", name) if len(w) > 2 and not w.endswith(".") and w.lower() not in PARTICLES]
+    """The words of a name that stand for it alone. Example: "Dr. Ursula von der Leyen"
+    -> ["Ursula", "Leyen"]"""
+    return [w for w in re.split(r"[\s,]+", name) if len(w) > 2 and not w.endswith(".")
+            and w.lower() not in PARTICLES]
 
 
 class Masker:
     """Placeholders for one answer: the same value always gets the same "[KIND n]".
 
-    Example: m = Masker(); m.mask("030 23125123 oder +49 30 23125123") -> "[TELEFON 1] oder [TELEFON 1]"
-    m.mask("Frau Weber …"), then m.mask("… schrieb Weber") -> "… schrieb [NAME 1]" (known values come back).
+    Example: m = Masker(); m.mask("030 23125123 oder +49 30 23125123")
+             -> "[TELEFON 1] oder [TELEFON 1]"
+    m.mask("Frau Weber …"), then m.mask("… schrieb Weber") -> "… schrieb [NAME 1]" (known
+    values come back).
     Masker(active=False).mask(text) returns text unchanged (modes flag and off). kinds and keep as
     in detect.scan; kept collects the values left readable (Kept), each once, in the order met.
     """
@@ -88,7 +98,8 @@ class Masker:
         self.active, self.kinds, self.keep = active, kinds, keep
         self.numbers = {}  # (kind, normalised value) -> n
         self.words = {}  # a surname or first name of a masked NAME, upper case -> n
-        self.known = {}  # value or name word as written -> placeholder (masked again wherever it comes back)
+        # value or name word as written -> placeholder (masked again wherever it comes back)
+        self.known = {}
         self.kept = []
 
     def find(self, text):
@@ -97,8 +108,9 @@ class Masker:
         return matches
 
     def readable(self):
-        """The kept values that stayed readable everywhere: a value kept in one source (a signature under
-        "Hotline") but masked in another (a table of persons) is masked in all, so it is not shown as kept."""
+        """The kept values that stayed readable everywhere: a value kept in one source (a signature
+        under "Hotline") but masked in another (a table of persons) is masked in all, so it is not
+        shown as kept."""
         return [k for k in self.kept if k.value not in self.known]
 
     def placeholder(self, kind, value):
@@ -106,7 +118,9 @@ class Masker:
         if key not in self.numbers:
             parts = name_parts(key[1]) if kind == "NAME" else []
             linked = [self.words[w] for w in parts if w in self.words]
-            self.numbers[key] = linked[-1] if linked else len({n for (k, _), n in self.numbers.items() if k == kind}) + 1
+            self.numbers[key] = (linked[-1] if linked
+                                 else len({n for (k, _), n in self.numbers.items()
+                                           if k == kind}) + 1)
             for w in parts:
                 self.words.setdefault(w, self.numbers[key])
         placeholder = f"[{kind} {self.numbers[key]}]"
@@ -121,8 +135,9 @@ class Masker:
         return mask(text, self)
 
     def mask_all(self, texts):
-        """Mask several texts as one: every value found in any of them is masked in all ("Weber" alone in
-        the first source, "Frau Weber" in the third). Example: ["Weber hat …", "Frau Weber"] -> ["[NAME 1] hat …", "Frau [NAME 1]"]"""
+        """Mask several texts as one: every value found in any of them is masked in all ("Weber"
+        alone in the first source, "Frau Weber" in the third).
+        Example: ["Weber hat …", "Frau Weber"] -> ["[NAME 1] hat …", "Frau [NAME 1]"]"""
         if not self.active:
             return list(texts)
         found = [self.find(text) if text else [] for text in texts]
@@ -139,16 +154,19 @@ class Masker:
         return out
 
     def mask_known(self, text):
-        """Mask values met before wherever they stand alone again (a name word not after an article)."""
+        """Mask values met before wherever they stand alone again (a name word not after an
+        article)."""
         for value in sorted(self.known, key=len, reverse=True):
             pattern = r"(?<![\w@.+-])" + re.escape(value) + r"(?![\w@-])"
-            text = re.sub(pattern, lambda m: m.group() if AFTER_ARTICLE.search(text[max(0, m.start() - 8):m.start()])
+            text = re.sub(pattern, lambda m: m.group()
+                          if AFTER_ARTICLE.search(text[max(0, m.start() - 8):m.start()])
                           and " " not in value else self.known[value], text)
         return text
 
 
 def mask(text, table=None):
-    """`text` with every value replaced by its placeholder from `table` (a Masker; new one if None)."""
+    """`text` with every value replaced by its placeholder from `table` (a Masker; new one if
+    None)."""
     table = Masker() if table is None else table
     out, last = [], 0
     for m in table.find(text):
@@ -159,7 +177,8 @@ def mask(text, table=None):
 
 # -- ask time --------------------------------------------------------------------------------------
 def flags(text, table=None):
-    """Source flags for flag mode. Example: flags("Tel. 030 23125123") -> [{"rule": "pii:telefon", "match": "1×"}]"""
+    """Source flags for flag mode. Example: flags("Tel. 030 23125123")
+    -> [{"rule": "pii:telefon", "match": "1×"}]"""
     found = (table or Masker()).find(text)
     kinds = sorted(Counter(m.kind for m in found).items(), key=lambda kv: detect.KINDS.index(kv[0]))
     return [{"rule": f"pii:{kind.lower()}", "match": f"{n}×"} for kind, n in kinds]
@@ -169,7 +188,8 @@ def protect(question, sources, mode, kinds=None, keep=()):
     """(question, sources, masker) as the prompt, the output and the audit log may show them.
 
     mask: copies of the sources with content, heading and flag texts masked, the question masked,
-          all with one Masker (so "[IBAN 1]" means one value everywhere); mask the answer with it too.
+          all with one Masker (so "[IBAN 1]" means one value everywhere); mask the answer with it
+          too.
     flag: the text as it is; sources with personal data get flags such as "pii:iban".
     off:  everything unchanged. The objects passed in are never changed.
     kinds, keep: see detect.scan; masker.kept lists what stayed readable (mask and flag).
@@ -178,9 +198,11 @@ def protect(question, sources, mode, kinds=None, keep=()):
         return question, list(sources), Masker(active=False)
     masker = Masker(active=mode == "mask", kinds=kinds, keep=keep)
     if mode == "flag":
-        return question, [dataclasses.replace(s, flags=s.flags + flags(s.heading + "\n" + s.content, masker))
+        return question, [dataclasses.replace(s, flags=s.flags
+                                              + flags(s.heading + "\n" + s.content, masker))
                           for s in sources], masker
-    texts = [question] + [t for s in sources for t in (s.content, s.heading, *(f["match"] for f in s.flags))]
+    texts = [question] + [t for s in sources
+                          for t in (s.content, s.heading, *(f["match"] for f in s.flags))]
     masked = iter(masker.mask_all(texts))  # the question's values get the low numbers
     question = next(masked)
     shown = []

@@ -1,1 +1,2 @@
-"""Ranking: the lexical cascade, vectors and their fusion (ranking), query expansion and follow-ups (expand)."""
+"""Ranking: the lexical cascade, vectors and their fusion (ranking), query expansion and follow-ups
+(expand)."""

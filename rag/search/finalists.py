@@ -1,15 +1,19 @@
-"""The second stage: the first DEPTH sections of the fused ranking, scored again, decide the sources.
+"""The second stage: the first DEPTH sections of the fused ranking, scored again, decide the
+sources.
 
     rerank(index, ordered, qvec, terms, weights, vocab)
-    ordered: a.md › Quota (lexical 1, cosine 0.86), b.md › Mailbox anlegen (lexical 4, cosine 0.91), …
-    -> [b.md › Mailbox anlegen, a.md › Quota, …]   (one chunk per section, the best-scored first)
+    ordered: a.md › Quota (lexical 1, cosine 0.86),
+             b.md › Mailbox anlegen (lexical 4, cosine 0.91), …
+    -> [b.md › Mailbox anlegen, a.md › Quota, …]
+       (one chunk per section, the best-scored first)
 
     (a.md: -0.05 × 5 + 1 × 0.25 + 0.1 × 1 = 0.1; b.md: 0 + 0.25 / 4 + 0.1 / 2 = 0.11)
 
-Why: the first stage fuses two rankings of single chunks by their places (rag/search/ranking.py), and a
-reader's question in other words than the page often puts the right section at place 5–10, where no later
-step sees it. Measured on the how-to lines of four answer sets (`evaluate.py --finalists`): the right
-section is among the first 10 sections for far more questions than among the first 4 chunks.
+Why: the first stage fuses two rankings of single chunks by their places (rag/search/ranking.py),
+and a reader's question in other words than the page often puts the right section at place 5–10,
+where no later step sees it. Measured on the how-to lines of four answer sets (`evaluate.py
+--finalists`): the right section is among the first 10 sections for far more questions than among
+the first 4 chunks.
 
 A section is a page's heading path; its first chunk in the fused order stands for it (its ranks, its
 cosine). Each section gets the signals
@@ -17,12 +21,13 @@ cosine). Each section gets the signals
   lexical  1 / its place in the full-text list (0 when full text did not find it)
   heading  IDF-weighted share of the question's words in its heading path
   fused    1 / its place among the sections of the fused list
-and the score is the sum of WEIGHTS × signals, fit over all answer sets (`evaluate.py --finalists --tune`) and
-judged per set with weights fit on the others (docs/suche.md has the table). Ties keep the fused order. The sections after the first DEPTH keep their fused order behind them.
+and the score is the sum of WEIGHTS × signals, fit over all answer sets (`evaluate.py --finalists
+--tune`) and judged per set with weights fit on the others (docs/suche.md has the table). Ties keep
+the fused order. The sections after the first DEPTH keep their fused order behind them.
 
 Does not handle: meaning beyond the embedding and shared words (a heading in other words scores 0 on
-heading), several chunks of one section in the sources (the first stands for all; how-to answers widen it
-to the whole section afterwards: rag/search/ranking.py whole_sections).
+heading), several chunks of one section in the sources (the first stands for all; how-to answers
+widen it to the whole section afterwards: rag/search/ranking.py whole_sections).
 """
 from collections import namedtuple
 
@@ -64,7 +69,8 @@ def signals(candidates, terms, weights, vocab):
 
 
 def score(row, weights=WEIGHTS):
-    """The weighted sum. Example: Signals(-0.01, 0.5, 0.4) with (10, 0.5, 0.1) -> -0.1 + 0.25 + 0.04 = 0.19"""
+    """The weighted sum. Example: Signals(-0.01, 0.5, 0.4) with (10, 0.5, 0.1)
+    -> -0.1 + 0.25 + 0.04 = 0.19"""
     return sum(w * x for w, x in zip(weights, row))
 
 
@@ -75,9 +81,9 @@ def order(candidates, rows, weights=WEIGHTS):
 
 
 def rerank(index, ordered, qvec, terms, weights, vocab, depth=DEPTH, tuned=WEIGHTS):
-    """One chunk per section, the first `depth` sections ordered by the second stage, the rest behind
-    them in their fused order. qvec: the normalised question vector (None: lexical mode, nothing
-    changes but the one chunk per section)."""
+    """One chunk per section, the first `depth` sections ordered by the second stage, the rest
+    behind them in their fused order. qvec: the normalised question vector (None: lexical mode,
+    nothing changes but the one chunk per section)."""
     candidates = sections(ordered)
     head, tail = candidates[:depth], candidates[depth:]
     if qvec is None or not head:

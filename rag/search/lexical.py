@@ -1,12 +1,14 @@
-"""The lexical side of the search: the German full-text cascade over a store, and how much of a question a
-chunk covers.
+"""The lexical side of the search: the German full-text cascade over a store, and how much of a
+question a chunk covers.
 
     lexical_ranking(index, german.query_terms("Kuendigungsfrist Dienstleister", vocab), 50)
-    -> ([(score, doc_id), …] best first, "strict" (the stage that matched), [IDF weight of each term])
+    -> ([(score, doc_id), …] best first, "strict" (the stage that matched),
+    [IDF weight of each term])
 
 BM25 comes from the store (FTS5 in SQLite, the same formula in SQL on PostgreSQL); the cascade runs
-strict (every content word, or its stem) → compound (a word's compound parts, or its first letters) →
-or (any word), earlier stages ranked first; within a stage BM25 × coverage (covered()).
+strict (every content word, or its stem) → compound (a word's compound parts, or its first
+letters) → or (any word), earlier stages ranked first; within a stage BM25 × coverage
+(covered()).
 
 Does not handle: phrases or word distance, synonyms (rag/search/expand.py asks the model for those).
 """
@@ -28,13 +30,16 @@ def alternatives(term, loose):
 
 
 def cascade(terms):
-    """The cascade: [(stage, groups)], a stage matches a chunk that has one alternative of every group.
+    """The cascade: [(stage, groups)], a stage matches a chunk that has one alternative of every
+    group.
 
     strict: every word (or its stem); compound: every word, or one of its parts, stems, or a word
     with the same first letters; or: any of these (one group).
     Example: terms for "Kuendigungsfrist Dienstleister" ->
-      [("strict", [[("kuendigungsfrist", False)], [("dienstleister", False), ("dienstleist", False)]]),
-       ("compound", [[("kuendigungsfrist", False), ("kuendigung", False), …, ("kuendi", True)], […]]),
+      [("strict", [[("kuendigungsfrist", False)],
+                   [("dienstleister", False), ("dienstleist", False)]]),
+       ("compound", [[("kuendigungsfrist", False), ("kuendigung", False), …, ("kuendi", True)],
+                     […]]),
        ("or", [[("kuendigungsfrist", False), …, ("dienst", True)]])]
     """
     if not terms:
@@ -71,9 +76,11 @@ def lexical_ranking(index, terms, limit, allowed=None):
     found, strategy, seen = [], None, set()
     weights = term_weights(index, terms)
     for stage, groups in cascade(terms):
-        rows = index.lexical(groups, limit if allowed is None else None)  # filtered: every match, then the folder
+        # filtered: every match, then the folder
+        rows = index.lexical(groups, limit if allowed is None else None)
         new = [(bm25 * covered(set(text.split()), terms, weights) ** COVERAGE_POWER, doc_id)
-               for bm25, doc_id, text in rows if doc_id not in seen and (allowed is None or doc_id in allowed)]
+               for bm25, doc_id, text in rows if doc_id not in seen
+               and (allowed is None or doc_id in allowed)]
         new.sort(key=lambda t: (-t[0], t[1]))
         if new and strategy is None:
             strategy = stage

@@ -1,23 +1,26 @@
 """Ranking: exact cosine over the vectors, a German full-text cascade, and their fusion.
 
-    retrieve_fused(index, [("Kuendigungsfrist Dienstleister", qvec)], [1.0], mode="hybrid", top_k=4)
-    -> Retrieval(sources=[Source(path="vertraege/…", heading="… › § 7 Kündigung", …)], strategy="strict", …)
+    retrieve(index, "Kuendigungsfrist Dienstleister", qvec, mode="hybrid", top_k=4)
+    -> Retrieval(sources=[Source(path="vertraege/…", heading="… › § 7 Kündigung", …)],
+                 strategy="strict", …)
 
-The question path: rag/core.py → rag/search/expand.py retrieve() → retrieve_fused() here, which runs
-retrieve() once for the question and once for each expansion and fuses them (one text alone: exactly
-retrieve()). evaluate.py measures retrieve() itself (the floor and the vector weight, one text each).
+The question path: rag/core.py → rag/search/expand.py retrieve() → rag/search/fusion.py
+retrieve_fused(), which runs retrieve() here once for the question and once for each expansion and
+fuses them (one text alone: exactly retrieve()). evaluate.py measures retrieve() itself (the floor
+and the vector weight, one text each).
 
-`index` is a store (rag/store/sqlite.py: SQLite, or PostgreSQL in rag/store/postgres.py); everything here is
-the same for both, the store only answers the questions of its interface.
+`index` is a store (rag/store/sqlite.py: SQLite, or PostgreSQL in rag/store/postgres.py); everything
+here is the same for both, the store only answers the questions of its interface.
 
 vector   cosine of the question vector with every chunk vector, exact (no pre-filter); vectors are
-         L2-normalised at index time, so cosine = dot product. SQLite (rag/store/vectors.py): pure Python
-         (on every core for large indexes), or numpy / sqlite-vec when installed, same result;
-         PostgreSQL: pgvector, rescored exactly, or an HNSW preselection rescored exactly (--ann).
+         L2-normalised at index time, so cosine = dot product. SQLite (rag/store/vectors.py): pure
+         Python (on every core for large indexes), or numpy / sqlite-vec when installed, same
+         result; PostgreSQL: pgvector, rescored exactly, or an HNSW preselection rescored exactly
+         (--ann).
 lexical  BM25 (heading weighted 2:1 over the body; FTS5's own in SQLite, the same formula in SQL on
-         PostgreSQL) over the search text of rag/text/german.py, in a cascade (rag/search/lexical.py):
-         strict (every content word, or its stem) → compound (a word's compound parts count too) → or (any word).
-         Earlier stages rank first.
+         PostgreSQL) over the search text of rag/text/german.py, in a cascade
+         (rag/search/lexical.py): strict (every content word, or its stem) → compound (a word's
+         compound parts count too) → or (any word). Earlier stages rank first.
 hybrid   Reciprocal Rank Fusion, k = 60, the lexical list weighted higher than the vector list
          (see LEXICAL_WEIGHT); ties broken by (path, chunk_index), never by dict order.
 
@@ -53,7 +56,8 @@ LEXICAL_WEIGHT = tuned.value("ranking.LEXICAL_WEIGHT")  # the lexical ranking's 
 VECTOR_WEIGHT = tuned.value("ranking.VECTOR_WEIGHT")
 FETCH = 50  # candidates per mode before fusion and the per-file cap
 MAX_PER_FILE = tuned.value("ranking.MAX_PER_FILE")  # at most this many chunks of one file …
-COMPARABLE = tuned.value("ranking.COMPARABLE")  # … while another file's candidate scores this share
+# … while another file's candidate scores this share
+COMPARABLE = tuned.value("ranking.COMPARABLE")
 MODES = ("hybrid", "vector", "lexical")
 
 
@@ -68,12 +72,14 @@ class Source:
     score: float = 0.0
     ranks: dict = field(default_factory=dict)  # mode -> 1-based rank
     cosine: float = None
-    chunks: tuple = ()  # the chunk indexes joined into this source (whole_sections); () = chunk_index alone
+    # the chunk indexes joined into this source (whole_sections); () = chunk_index alone
+    chunks: tuple = ()
 
     def as_json(self):
         return {"path": self.path, "heading": self.heading, "chunk_index": self.chunk_index,
                 **({"chunks": list(self.chunks)} if self.chunks else {}),
-                "score": round(self.score, 6), "cosine": None if self.cosine is None else round(self.cosine, 6),
+                "score": round(self.score, 6),
+                "cosine": None if self.cosine is None else round(self.cosine, 6),
                 "ranks": self.ranks, "flags": self.flags}
 
 
@@ -88,15 +94,23 @@ class Retrieval:
     best_cosine: float = None
     weak: bool = False  # True: not enough evidence, do not ask the LLM
     weak_reason: str = ""
-    scan: str = None  # how the vector scan ran: "python", "numpy", "sqlite-vec" (rag/store/vectors.py), "pgvector", "hnsw"
+    # how the vector scan ran: "python", "numpy",
+    # "sqlite-vec" (rag/store/vectors.py), "pgvector", "hnsw"
+    scan: str = None
     scan_processes: int = None  # processes of the Python scan (os.fork on large indexes)
-    scan_candidates: int = None  # hnsw: candidates preselected and rescored exactly (None: every vector scored)
+    # hnsw: candidates preselected and rescored exactly (None: every vector scored)
+    scan_candidates: int = None
     under: str = None  # the folder filter: only pages below it were searched ("mail/")
-    query_prefix: str = None  # what the embedder got in front of the question (e5: "query: "); None: not embedded
-    terms: list = field(default_factory=list)  # the question's content words (rag/text/german.py Term) …
-    weights: list = field(default_factory=list)  # … and their IDF weights: rag/answer/context.py scores sentences with them
-    vocab: set = field(default_factory=set, repr=False)  # the index's compound vocabulary (rag/text/german.py)
-    pii_kept: list = field(default_factory=list)  # rag/privacy/mask.py Kept: values left readable (Hotline, RAG_PII_KEEP)
+    # what the embedder got in front of the question (e5: "query: "); None: not embedded
+    query_prefix: str = None
+    # the question's content words (rag/text/german.py Term) …
+    terms: list = field(default_factory=list)
+    # … and their IDF weights: rag/answer/context.py scores sentences with them
+    weights: list = field(default_factory=list)
+    # the index's compound vocabulary (rag/text/german.py)
+    vocab: set = field(default_factory=set, repr=False)
+    # rag/privacy/mask.py Kept: values left readable (Hotline, RAG_PII_KEEP)
+    pii_kept: list = field(default_factory=list)
     found_by: dict = field(default_factory=dict)  # doc_id -> the index-time question that found it
 
 
@@ -107,7 +121,8 @@ def normalise(vec):
 
 
 def folder(under):
-    """The folder filter as a path prefix. Example: folder("./mail") -> "mail/"; folder("") -> None"""
+    """The folder filter as a path prefix. Example: folder("./mail") -> "mail/"; folder("")
+    -> None"""
     under = (under or "").strip().replace("\\", "/").strip("/")
     while under.startswith("./"):
         under = under[2:]
@@ -121,7 +136,8 @@ def folder_ids(index, prefix):
 
 # -- fusion, cap, floor ----------------------------------------------------------------------------
 def load_sources(index, doc_ids):
-    return {doc_id: Source(*row) for doc_id, row in store.as_store(index).sources(list(doc_ids)).items()}
+    return {doc_id: Source(*row)
+            for doc_id, row in store.as_store(index).sources(list(doc_ids)).items()}
 
 
 def fuse(rankings, weights):
@@ -139,9 +155,9 @@ def fuse(rankings, weights):
 def cap_per_file(sources, top_k, max_per_file, comparable=COMPARABLE):
     """The first top_k sources, at most max_per_file from one path while other files offer
     candidates of comparable score: a chunk over the cap gives way only to the best chunk of another
-    file whose score is at least `comparable` times its own (scores by list position, 1/(RRF_K + rank)).
-    comparable=0 is the hard cap (the list may end short); with comparable > 0 one big file (a law
-    book, a manual as one PDF) still fills the list when no other file comes close.
+    file whose score is at least `comparable` times its own (scores by list position, 1/(RRF_K +
+    rank)). comparable=0 is the hard cap (the list may end short); with comparable > 0 one big file
+    (a law book, a manual as one PDF) still fills the list when no other file comes close.
 
     Example (max_per_file=1, comparable=0.9), ranked a.md#0, a.md#1, b.md#0 at positions 1, 2, 8:
       a.md#1 (1/62) vs b.md#0 (1/68 = 0.91 × 1/62): b.md#0 comes second.
@@ -152,7 +168,8 @@ def cap_per_file(sources, top_k, max_per_file, comparable=COMPARABLE):
         source = pending[0]
         if per_file.get(source.path, 0) >= max_per_file:
             other = next((s for s in pending if per_file.get(s.path, 0) < max_per_file), None)
-            if other is None and not comparable:  # the hard cap: a shorter list rather than more of one file
+            # the hard cap: a shorter list rather than more of one file
+            if other is None and not comparable:
                 break
             if other is not None and score[id(other)] >= comparable * score[id(source)]:
                 source = other
@@ -168,12 +185,13 @@ SECTION_MAX = tuned.value("ranking.SECTION_MAX")
 
 
 def whole_sections(index, sources, max_chars=SECTION_MAX):
-    """The sources with each chunk widened to its whole section (same page and heading path), when the
-    section was cut into several chunks and fits in max_chars; a later source of a section already
-    widened is dropped (its text is in the earlier one). For how-to questions: a procedure's numbered
-    steps and its code block often land in two chunks, and the model needs both.
+    """The sources with each chunk widened to its whole section (same page and heading path), when
+    the section was cut into several chunks and fits in max_chars; a later source of a section
+    already widened is dropped (its text is in the earlier one). For how-to questions: a procedure's
+    numbered steps and its code block often land in two chunks, and the model needs both.
 
-    Example: [a.md#3 (steps 1–7, part 1 of "Anlegen"), b.md#0] -> [a.md#3+#4 (steps and code), b.md#0]
+    Example: [a.md#3 (steps 1–7, part 1 of "Anlegen"), b.md#0]
+             -> [a.md#3+#4 (steps and code), b.md#0]
     """
     out, widened = [], set()
     for source in sources:
@@ -190,85 +208,6 @@ def whole_sections(index, sources, max_chars=SECTION_MAX):
     return out
 
 
-def retrieve_fused(index, queries, weights, top_k=4, max_per_file=MAX_PER_FILE, comparable=COMPARABLE, chooser=None,
-                   feedback=None, **options):
-    """retrieve() for the question and its expansions, fused by weighted RRF, then the per-file cap.
-    queries: [(text, vector or None)], the question first; weights: one per text; options: as for retrieve().
-    One text and no chooser: exactly retrieve(), with its second stage (rag/search/finalists.py); several
-    texts are fused without it: its cosine is to the question alone and would undo what an expansion found.
-
-    Hybrid: a chunk's score is the sum of weight × its RRF score for each text, i.e. one RRF over the
-    lexical and vector rankings of all texts (a text whose words match nothing adds little);
-    vector or lexical mode: RRF over each text's positions. Ties by (path, chunk_index). The question's
-    own Retrieval carries the result (search text, coverage, cosines to the question); a chunk that an
-    expansion found gets ranks["expanded"] (its best rank there). Floor: weak only when every text is weak.
-    chooser(ranked sources) -> (doc ids, weight): one more ranking, added by RRF (rag/search/expand.py: the
-    model's choice among the first results); a chosen chunk gets ranks["chosen"].
-    feedback(index, the question's Retrieval) -> [(text, weight)]: more texts, searched in full text only
-    and fused like the expansions (rag/search/expand.py prf); they never decide the floor.
-    Example: [("Postfach voll, was tun?", v0), ("Quota erhöhen", v1)], [1.0, 0.5]
-             -> Retrieval(sources=[Source(heading="… › Quota erhöhen", ranks={"lexical": 4, "expanded": 1}), …])
-    """
-    if len(queries) == 1 and chooser is None and feedback is None:
-        return retrieve(index, *queries[0], top_k=top_k, max_per_file=max_per_file, comparable=comparable, **options)
-    index = store.as_store(index)
-    options.update(top_k=top_k, max_per_file=max_per_file, comparable=comparable, capped=False)
-    found = [retrieve(index, text, vec, **options) for text, vec in queries]
-    judged, weights = len(found), list(weights)  # judged: the texts whose floor counts
-    for text, weight in feedback(index, found[0]) if feedback is not None else []:
-        found.append(retrieve(index, text, None, **options))
-        weights.append(weight)
-    chunks = merged(found, fused_scores(found, weights))
-    ordered = sorted(chunks.values(), key=lambda s: (-s.score, s.path, s.chunk_index))
-    if chooser is not None:
-        chosen, weight = chooser(cap_per_file(ordered, len(ordered), max_per_file, comparable))
-        for rank, doc_id in enumerate(chosen, start=1):
-            chunks[doc_id].score += weight / (RRF_K + rank)
-            chunks[doc_id].ranks["chosen"] = rank
-        ordered = sorted(chunks.values(), key=lambda s: (-s.score, s.path, s.chunk_index))
-    result = found[0]
-    result.sources = cap_per_file(ordered, top_k, max_per_file, comparable)
-    if queries[0][1] is not None:  # cosine to the question for every final source
-        fill_cosines(index, result.sources, normalise(queries[0][1]))
-    result.weak = all(r.weak for r in found[:judged])
-    result.weak_reason = result.weak_reason if result.weak else ""
-    return result
-
-
-def fused_scores(found, weights):
-    """{doc_id: score} over the Retrievals of several texts, each with its weight.
-
-    Hybrid: each score is RRF over the text's own rankings already, so they add up; vector or lexical:
-    cosines and BM25 scores of different texts do not add up, so RRF over the positions.
-    """
-    if found[0].mode == "hybrid":
-        scores = {}
-        for r, weight in zip(found, weights):
-            for source in r.sources:
-                scores[source.doc_id] = scores.get(source.doc_id, 0.0) + weight * source.score
-        return scores
-    return fuse({n: [(0, s.doc_id) for s in r.sources] for n, r in enumerate(found)}, dict(enumerate(weights)))
-
-
-def merged(found, scores):
-    """{doc_id: Source} of every text's sources with its fused score; the question's own Source first, and
-    a chunk found by an expansion gets ranks["expanded"] (its best rank there)."""
-    chunks, expanded = {}, {}  # expanded: doc id -> best rank in an expansion's list
-    for n, r in enumerate(found):
-        for rank, source in enumerate(r.sources, start=1):
-            if source.doc_id not in chunks:  # the question's own Source first
-                chunks[source.doc_id] = source
-                if n:  # found only by an expansion: its ranks and cosine were for the expansion's text
-                    source.ranks, source.cosine = {}, None
-            if n:
-                expanded[source.doc_id] = min(rank, expanded.get(source.doc_id, rank))
-    for doc_id, source in chunks.items():
-        source.score = scores[doc_id]
-        if doc_id in expanded:
-            source.ranks["expanded"] = expanded[doc_id]
-    return chunks
-
-
 def fill_cosines(index, sources, qvec):
     """Fill in the cosine to the (normalised) question vector where a source has none yet."""
     missing = index.similarities(qvec, [s.doc_id for s in sources if s.cosine is None])
@@ -283,15 +222,16 @@ MEASURED = {model: number.value for model, number in tuned.EMBED_MODELS.items()}
 
 
 def index_settings(meta, vector_weight=None, floor_cosine=None, reject_cosine=None):
-    """(vector weight, cosine floor, cosine reject) for an index: the given value, else the one stored
-    in the index by `evaluate.py --tune --store`, else the measured one for its model (MEASURED), else
-    the default (VECTOR_WEIGHT, no cosine thresholds).
+    """(vector weight, cosine floor, cosine reject) for an index: the given value, else the one
+    stored in the index by `evaluate.py --tune --store`, else the measured one for its model
+    (MEASURED), else the default (VECTOR_WEIGHT, no cosine thresholds).
 
     Example: index_settings({"embed_model": "gemma-3-270m-q4_k_m.gguf"}) -> (0.01, 0.956, None)
     """
     measured = MEASURED.get(meta.get("embed_model"), {})
     if vector_weight is None:
-        vector_weight = float(meta.get("vector_weight") or measured.get("vector_weight", VECTOR_WEIGHT))
+        vector_weight = float(meta.get("vector_weight")
+                              or measured.get("vector_weight", VECTOR_WEIGHT))
 
     def threshold(given, key):
         if given is not None:
@@ -300,45 +240,67 @@ def index_settings(meta, vector_weight=None, floor_cosine=None, reject_cosine=No
             return float(meta[key]) if meta[key] else None
         return measured.get(key)
 
-    return vector_weight, threshold(floor_cosine, "floor_cosine"), threshold(reject_cosine, "reject_cosine")
+    return (vector_weight, threshold(floor_cosine, "floor_cosine"),
+            threshold(reject_cosine, "reject_cosine"))
 
 
-def retrieve(index, question, qvec, mode="hybrid", top_k=4, max_per_file=MAX_PER_FILE, floor_cosine=None,
-             vector_weight=VECTOR_WEIGHT, comparable=COMPARABLE, reject_cosine=None, under=None, ann=None, capped=True):
+def lexical_side(index, terms, fetch, allowed, result):
+    """The lexical ranking [(score, doc_id)] of the question's terms; its evidence for the floor
+    goes into `result`: the cascade stage, the IDF weights, the best hit's coverage and the share of
+    the question no chunk contains. allowed: the doc ids below the folder filter, or None."""
+    ranking, result.strategy, weights = lexical_ranking(index, terms, fetch, allowed)
+    result.weights = weights
+    if ranking:
+        result.coverage = covered(chunk_tokens(index, ranking[0][1]), terms, weights)
+    top_weight = math.log((store_size(index) + 0.5) / 0.5 + 1)
+    result.unknown = sum(w for w in weights if w >= top_weight - 1e-9) / (sum(weights) or 1.0)
+    return ranking
+
+
+def vector_side(index, qvec, fetch, ann, allowed, result):
+    """The vector ranking [(cosine, doc_id)] of the normalised question vector and the store's scan;
+    how the scan ran goes into `result`. With a folder filter (allowed: its doc ids) every vector is
+    ranked, exactly (an HNSW preselection holds at most 1,000), and the filtered first `fetch` kept.
+    """
+    if allowed is None:
+        found = index.vector_scan(qvec, fetch, ann)
+    else:
+        found = index.vector_scan(qvec, index.count(), False if index.kind == "postgres" else None)
+    ranking = found.ranking
+    result.scan, result.scan_processes, result.scan_candidates = (found.method, found.processes,
+                                                                  found.candidates)
+    if allowed is not None:
+        ranking = [(s, i) for s, i in ranking if i in allowed][:fetch]
+    return ranking, found
+
+
+def retrieve(index, question, qvec, mode="hybrid", top_k=4, max_per_file=MAX_PER_FILE,
+             floor_cosine=None, vector_weight=VECTOR_WEIGHT, comparable=COMPARABLE,
+             reject_cosine=None, under=None, ann=None, capped=True):
     """Rank the chunks for a question. qvec may be None in lexical mode.
 
     index: a store (rag/store/sqlite.py; a bare sqlite3 connection works too).
-    under: only chunks of pages below this folder ("mail/"); the word weights stay the whole index's.
-    ann: None = the store decides by size, True = HNSW preselection (PostgreSQL), False = exact.
-    capped=False: every candidate in rank order, no per-file cap, no top_k, no cosine filled in (retrieve_fused).
+    under: only chunks of pages below this folder ("mail/"); the word weights stay the whole
+    index's. ann: None = the store decides by size, True = HNSW preselection (PostgreSQL), False =
+    exact. capped=False: every candidate in rank order, no per-file cap, no top_k, no cosine filled
+    in (retrieve_fused).
     """
     assert mode in MODES, mode
     index = store.as_store(index)
     fetch = max(FETCH, top_k * max_per_file * 4)
     vocab = index.vocab()
     terms = german.query_terms(question, vocab)
-    result = Retrieval([], mode, query_text=" ".join(german.index_text(question, vocab).split()), under=folder(under))
+    result = Retrieval([], mode, query_text=" ".join(german.index_text(question, vocab).split()),
+                       under=folder(under))
     allowed = folder_ids(index, result.under) if result.under else None
     result.terms, result.weights, result.vocab = terms, [1.0] * len(terms), vocab
     rankings = {}
     if mode in ("hybrid", "lexical") and index.has_lexical():
-        rankings["lexical"], result.strategy, weights = lexical_ranking(index, terms, fetch, allowed)
-        result.weights = weights
-        if rankings["lexical"]:
-            result.coverage = covered(chunk_tokens(index, rankings["lexical"][0][1]), terms, weights)
-        top_weight = math.log((store_size(index) + 0.5) / 0.5 + 1)
-        result.unknown = sum(w for w in weights if w >= top_weight - 1e-9) / (sum(weights) or 1.0)
+        rankings["lexical"] = lexical_side(index, terms, fetch, allowed, result)
     cosines, found = {}, None
     if mode in ("hybrid", "vector") and qvec is not None:
         qvec = normalise(qvec)
-        if allowed is None:
-            found = index.vector_scan(qvec, fetch, ann)
-        else:  # filtered below: rank all of them, exactly (an HNSW preselection holds at most 1,000)
-            found = index.vector_scan(qvec, index.count(), False if index.kind == "postgres" else None)
-        rankings["vector"] = found.ranking
-        result.scan, result.scan_processes, result.scan_candidates = found.method, found.processes, found.candidates
-        if allowed is not None:
-            rankings["vector"] = [(s, i) for s, i in rankings["vector"] if i in allowed][:fetch]
+        rankings["vector"], found = vector_side(index, qvec, fetch, ann, allowed, result)
         cosines = {doc_id: s for s, doc_id in rankings["vector"]}
         result.best_cosine = rankings["vector"][0][0] if rankings["vector"] else None
     if mode == "hybrid":
@@ -360,6 +322,7 @@ def retrieve(index, question, qvec, mode="hybrid", top_k=4, max_per_file=MAX_PER
         ordered = [sources[doc_id] for _, doc_id in rankings.get(mode, [])]
     result.sources = cap_per_file(ordered, top_k, max_per_file, comparable) if capped else ordered
     result.found_by = questions.found_by(index, result, found)  # "gefunden über die Frage: …"
-    if capped and qvec is not None and mode == "hybrid":  # cosine for the final sources even if outside the vector top
+    # cosine for the final sources even if outside the vector top
+    if capped and qvec is not None and mode == "hybrid":
         fill_cosines(index, result.sources, qvec)
     return floor(result, floor_cosine, reject_cosine)

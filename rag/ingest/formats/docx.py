@@ -2,10 +2,10 @@
 
     docx_to_markdown(docx_bytes, "notfall.docx") -> "# Notfall\\n\\n## Schritt 1\\n\\n…"
 
-Paragraph styles are resolved through word/styles.xml (name "heading N", ids "HeadingN"/"berschriftN",
-outline level, basedOn chains); "Title"/"Titel" is the H1 and pushes the headings one level down;
-lists get "- " or "N. "; table rows as in HTML. Runs with w:vanish, white or tiny text are dropped
-and counted in notes.hidden (rag/ingest/hidden.py).
+Paragraph styles are resolved through word/styles.xml (name "heading N", ids
+"HeadingN"/"berschriftN", outline level, basedOn chains); "Title"/"Titel" is the H1 and pushes the
+headings one level down; lists get "- " or "N. "; table rows as in HTML. Runs with w:vanish, white
+or tiny text are dropped and counted in notes.hidden (rag/ingest/hidden.py).
 
 Does not handle: old .doc files, .odt, password-protected files, footnotes, comments and text
 boxes' position, character styles with vanish, images.
@@ -14,22 +14,27 @@ import re
 
 from rag.ingest import hidden
 from rag.ingest.formats import base
-from rag.ingest.formats.base import OLE_MAGIC, join_blocks, protect  # noqa: F401  (OLE_MAGIC: tests)
+# OLE_MAGIC: for the tests
+from rag.ingest.formats.base import OLE_MAGIC, join_blocks, protect  # noqa: F401
 
-# zipfile and xml.etree are imported where they are used: a run over Markdown pages only never loads them
+# zipfile and xml.etree are imported where they are
+# used: a run over Markdown pages only never loads them
 W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
 FALLBACK = "{http://schemas.openxmlformats.org/markup-compatibility/2006}Fallback"
-HEADING_STYLE = re.compile(r"^(?:heading|überschrift|berschrift)\s*([1-9])$", re.I)  # names and ids Word writes
+# names and ids Word writes
+HEADING_STYLE = re.compile(r"^(?:heading|überschrift|berschrift)\s*([1-9])$", re.I)
 TITLE_STYLE = re.compile(r"^(?:title|titel)$", re.I)
 
 
 def read_xml(archive, name, required=False):
-    """Parsed XML part of the .docx zip, or None when it is absent and not required (base.read_xml)."""
+    """Parsed XML part of the .docx zip, or None when it is absent and not required
+    (base.read_xml)."""
     return base.read_xml(archive, name, ".docx", required, kind="Word-Datei")
 
 
 def style_levels(styles):
-    """Heading level per paragraph style id (0 = title), through basedOn chains; styles.xml may be None.
+    """Heading level per paragraph style id (0 = title), through basedOn chains; styles.xml may be
+    None.
 
     Example: <w:style w:styleId="berschrift2"><w:name w:val="heading 2"/> -> {"berschrift2": 2}
     """
@@ -57,7 +62,8 @@ def style_levels(styles):
 
 
 def own_level(style_id, name, outline=None):
-    """Heading level of one style from its name, id or outline level. Example: ("berschrift1", "heading 1") -> 1"""
+    """Heading level of one style from its name, id or outline level. Example:
+    ("berschrift1", "heading 1") -> 1"""
     for text in (name, style_id):
         match = HEADING_STYLE.match(text or "")
         if match:
@@ -80,7 +86,8 @@ def runs(element):
 
 
 def run_hidden(run):
-    """Why Word does not show this w:r (rag/ingest/hidden.py), or None: w:vanish, white colour, a size of 1 pt.
+    """Why Word does not show this w:r (rag/ingest/hidden.py), or None: w:vanish, white colour, a
+    size of 1 pt.
 
     Example: <w:r><w:rPr><w:vanish/></w:rPr>… -> hidden.WORD
     """
@@ -91,7 +98,8 @@ def run_hidden(run):
     if vanish is not None and vanish.get(W + "val", "true").lower() not in ("0", "false", "off"):
         return hidden.WORD
     size, colour = props.find(W + "sz"), props.find(W + "color")
-    if size is not None and (size.get(W + "val") or "").isdigit() and hidden.tiny(f"{int(size.get(W + 'val')) / 2}pt"):
+    if (size is not None and (size.get(W + "val") or "").isdigit()
+            and hidden.tiny(f"{int(size.get(W + 'val')) / 2}pt")):
         return hidden.TINY
     shaded = props.find(W + "shd") is not None or props.find(W + "highlight") is not None
     if colour is not None and hidden.white("#" + (colour.get(W + "val") or "")) and not shaded:
@@ -100,9 +108,11 @@ def run_hidden(run):
 
 
 def paragraph_text(paragraph, hidden_counts=None):
-    """Text of a w:p: runs in order (also inside links and insertions), tabs, line breaks; no deletions.
+    """Text of a w:p: runs in order (also inside links and insertions), tabs, line breaks; no
+    deletions.
 
-    Hidden runs (run_hidden) are left out; each stretch of them with text counts once in hidden_counts.
+    Hidden runs (run_hidden) are left out; each stretch of them with text counts once in
+    hidden_counts.
     """
     parts, in_hidden = [], False
     for run in runs(paragraph):
@@ -150,7 +160,8 @@ def numbering_formats(numbering):
 
 
 def body_items(element, levels, hidden_counts=None):
-    """Paragraphs and tables in document order: ("heading", level, text) / ("para", numPr, text) / ("row", text)."""
+    """Paragraphs and tables in document order: ("heading", level, text) / ("para", numPr, text) /
+    ("row", text)."""
     for child in element:
         if child.tag == W + "p":
             ppr = child.find(W + "pPr")
@@ -170,28 +181,32 @@ def body_items(element, levels, hidden_counts=None):
                 key = None
                 if num is not None and num.find(W + "numId") is not None:
                     ilvl = num.find(W + "ilvl")
-                    key = (num.find(W + "numId").get(W + "val"), ilvl.get(W + "val") if ilvl is not None else "0")
+                    key = (num.find(W + "numId").get(W + "val"),
+                           ilvl.get(W + "val") if ilvl is not None else "0")
                 yield "para", key, text
         elif child.tag == W + "tbl":
             for row in child.findall(W + "tr"):  # a nested table stays inside its cell
-                cells = [" ".join(" ".join(paragraph_text(p, hidden_counts).split()) for p in cell.iter(W + "p")).strip()
+                cells = [" ".join(" ".join(paragraph_text(p, hidden_counts).split())
+                                  for p in cell.iter(W + "p")).strip()
                          for cell in row.findall(W + "tc")]
                 if any(cells):
                     yield "row", None, " | ".join(cells)
         elif child.tag in (W + "sdt", W + "sdtContent", W + "customXml", W + "smartTag"):
-            yield from body_items(child.find(W + "sdtContent") if child.tag == W + "sdt" else child, levels,
-                                  hidden_counts)
+            yield from body_items(child.find(W + "sdtContent") if child.tag == W + "sdt" else child,
+                                  levels, hidden_counts)
 
 
 def docx_to_markdown(data, title, notes=None):
-    """Word (.docx) bytes -> Markdown; FormatError for encrypted, non-zip or broken files; hidden runs in notes."""
+    """Word (.docx) bytes -> Markdown; FormatError for encrypted, non-zip or broken files;
+    hidden runs in notes."""
     with base.open_zip(data, ".docx") as archive:
         document = read_xml(archive, "word/document.xml", required=True)
         levels = style_levels(read_xml(archive, "word/styles.xml"))
         formats = numbering_formats(read_xml(archive, "word/numbering.xml"))
         core = read_xml(archive, "docProps/core.xml")
     body = document.find(W + "body")
-    items = list(body_items(body, levels, notes.hidden if notes is not None else None)) if body is not None else []
+    items = (list(body_items(body, levels, notes.hidden if notes is not None else None))
+             if body is not None else [])
     shift = 1 if any(kind == "heading" and level == 0 for kind, level, _ in items) else 0
     blocks, lines, counters = [], [], {}
     for kind, detail, text in items:
@@ -202,9 +217,11 @@ def docx_to_markdown(data, title, notes=None):
             lines.append(protect(text))
         elif detail:  # a list paragraph: "- " or "N. ", indented by level
             depth = int(detail[1]) if detail[1].isdigit() else 0
-            counters = {k: v for k, v in counters.items() if not (k[0] == detail[0] and int(k[1]) > depth)}
+            counters = {k: v for k, v in counters.items()
+                        if not (k[0] == detail[0] and int(k[1]) > depth)}
             counters[detail] = counters.get(detail, 0) + 1
-            marker = "- " if formats.get(detail, "bullet") in ("bullet", "none") else f"{counters[detail]}. "
+            marker = ("- " if formats.get(detail, "bullet") in ("bullet", "none")
+                      else f"{counters[detail]}. ")
             lines.append("  " * depth + marker + text.replace("\n", " "))
         else:
             blocks.extend(["\n".join(lines), "\n".join(protect(line) for line in text.split("\n"))])
@@ -212,7 +229,8 @@ def docx_to_markdown(data, title, notes=None):
     blocks.append("\n".join(lines))
     first = next((b for b in blocks if b.strip()), "")
     if not first.startswith("# "):
-        core_title = core.find("{http://purl.org/dc/elements/1.1/}title") if core is not None else None
+        core_title = (core.find("{http://purl.org/dc/elements/1.1/}title") if core is not None
+                      else None)
         name = " ".join((core_title.text or "").split()) if core_title is not None else ""
         blocks.insert(0, f"# {name or title}")
     return join_blocks(blocks)

@@ -17,27 +17,36 @@ from collections import Counter
 from rag.ingest import hidden
 from rag.ingest.formats.base import FormatError, join_blocks, protect
 
-# html and html.parser are imported where they are used: a run over Markdown pages only never loads them
-DROP_TAGS = {"script", "style", "nav", "noscript", "template", "svg", "iframe", "object", "button", "select"}
+# html and html.parser are imported where they are
+# used: a run over Markdown pages only never loads them
+DROP_TAGS = {"script", "style", "nav", "noscript", "template", "svg", "iframe", "object", "button",
+             "select"}
 PAGE_CHROME_TAGS = {"header", "footer", "aside"}  # dropped unless inside <article> or <main>
 DROP_ROLES = {"navigation", "banner", "contentinfo", "search"}
-CONFLUENCE_CHROME = {"breadcrumb-section", "footer", "page-metadata", "pageSection", "likes-and-labels-container",
-                     "comments-section"}  # ids/classes of a Confluence export that are not the page's content
-CONFLUENCE_TITLE = re.compile(r"^[^:]+ : ")  # "IT : Besprechungsräume" (space name first) -> Besprechungsräume
-BLOCK_TAGS = {"p", "div", "section", "article", "main", "blockquote", "dl", "dt", "dd", "figure", "figcaption",
-              "address", "details", "summary", "center", "form", "fieldset", "legend", "body"}
+# ids/classes of a Confluence export that are not the page's content
+CONFLUENCE_CHROME = {"breadcrumb-section", "footer", "page-metadata", "pageSection",
+                     "likes-and-labels-container", "comments-section"}
+# "IT : Besprechungsräume" (space name first) -> Besprechungsräume
+CONFLUENCE_TITLE = re.compile(r"^[^:]+ : ")
+BLOCK_TAGS = {"p", "div", "section", "article", "main", "blockquote", "dl", "dt", "dd", "figure",
+              "figcaption", "address", "details", "summary", "center", "form", "fieldset", "legend",
+              "body"}
 HEADINGS = {f"h{n}": n for n in range(1, 7)}
-VOID_TAGS = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "param", "source", "track",
-             "wbr"}  # elements without an end tag
+VOID_TAGS = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "param",
+             "source", "track", "wbr"}  # elements without an end tag
 
 
 class MarkdownWriter:
-    """Collects Markdown blocks from the events of an html.parser.HTMLParser; see html_to_markdown."""
+    """Collects Markdown blocks from the events of an html.parser.HTMLParser; see
+    html_to_markdown."""
 
     def __init__(self, hidden_counts=None):
-        self.blocks, self.lines, self.words = [], [], []  # finished blocks, lines of the open block, open line
-        self.skip = None  # [tag, depth, hidden reason or None, text seen?] of the element being dropped
-        self.hidden = Counter() if hidden_counts is None else hidden_counts  # rag/ingest/hidden.py reason -> count
+        # finished blocks, lines of the open block, open line
+        self.blocks, self.lines, self.words = [], [], []
+        # [tag, depth, hidden reason or None, text seen?] of the element being dropped
+        self.skip = None
+        # rag/ingest/hidden.py reason -> count
+        self.hidden = Counter() if hidden_counts is None else hidden_counts
         self.backgrounds = []  # [tag, depth] of the innermost open element that paints a background
         self.content_depth = 0  # open <article>/<main>: their header/footer/aside are content
         self.heading = None  # [level, words, confluence title?] while inside h1–h6
@@ -70,17 +79,20 @@ class MarkdownWriter:
         attrs = dict(attrs)
         names = {attrs.get("id") or ""} | set((attrs.get("class") or "").split())
         return (tag in DROP_TAGS or (tag in PAGE_CHROME_TAGS and not self.content_depth)
-                or (attrs.get("role") or "").lower() in DROP_ROLES or bool(names & CONFLUENCE_CHROME))
+                or (attrs.get("role") or "").lower() in DROP_ROLES
+                or bool(names & CONFLUENCE_CHROME))
 
     def hidden_reason(self, attrs):
-        """Why a reader does not see this element (rag/ingest/hidden.py), or None: hidden, aria-hidden, inline CSS."""
+        """Why a reader does not see this element (rag/ingest/hidden.py), or None: hidden,
+        aria-hidden, inline CSS."""
         attrs = dict(attrs)
         if "hidden" in attrs or (attrs.get("aria-hidden") or "").lower() == "true":
             return hidden.ELEMENT
         return hidden.css_hidden(attrs.get("style"), dark_background=bool(self.backgrounds))
 
     def handle_comment(self, data):
-        """A comment is invisible text; counted unless it is an Internet Explorer conditional ("[if …]")."""
+        """A comment is invisible text; counted unless it is an Internet Explorer conditional ("[if
+        …]")."""
         if data.strip() and not self.skip and not re.match(r"\s*\[(?:if|endif)\b", data):
             self.hidden[hidden.COMMENT] += 1
 
@@ -98,7 +110,8 @@ class MarkdownWriter:
         elif tag == "hr" and self.pre is None:
             self.end_cell_or_block()
         elif tag in VOID_TAGS or self.pre is not None:
-            return  # (a void element has no end tag, so it is never "dropped with everything inside")
+            # (a void element has no end tag, so it is never "dropped with everything inside")
+            return
         elif self.dropped(tag, attrs):
             self.skip = [tag, 1, None, False]
         elif self.hidden_reason(attrs):
@@ -133,7 +146,8 @@ class MarkdownWriter:
             self.handle_data("`")
         elif tag in BLOCK_TAGS:
             self.end_cell_or_block() if not (self.lists or self.heading) else self.end_line()
-        if not self.skip and tag not in VOID_TAGS and hidden.paints_background(dict(attrs).get("style")):
+        if (not self.skip and tag not in VOID_TAGS
+                and hidden.paints_background(dict(attrs).get("style"))):
             self.backgrounds.append([tag, 1])  # white text inside is readable
 
     def handle_endtag(self, tag):
@@ -141,7 +155,8 @@ class MarkdownWriter:
             if tag == self.skip[0]:
                 self.skip[1] -= 1
                 if not self.skip[1]:
-                    if self.skip[2] and self.skip[3]:  # a hidden element with text: counted for the warning
+                    # a hidden element with text: counted for the warning
+                    if self.skip[2] and self.skip[3]:
                         self.hidden[self.skip[2]] += 1
                     self.skip = None
             return
@@ -233,7 +248,8 @@ class MarkdownWriter:
         table = self.table[-1]
         if table["row"] and any(table["row"]):
             row = " | ".join(table["row"])
-            if len(self.table) > 1 and self.table[-2]["cell"] is not None:  # nested table: into the outer cell
+            # nested table: into the outer cell
+            if len(self.table) > 1 and self.table[-2]["cell"] is not None:
                 self.table[-2]["cell"].append(" " + row + " ")
             else:
                 self.lines.append(protect(row))
@@ -248,7 +264,8 @@ class MarkdownWriter:
     def end_pre(self):
         text = "".join(self.pre)
         self.pre = None
-        text = text[1:] if text.startswith("\n") else text  # HTML ignores the newline right after <pre>
+        # HTML ignores the newline right after <pre>
+        text = text[1:] if text.startswith("\n") else text
         text = "\n".join(line.rstrip() for line in text.rstrip().split("\n"))
         if not text.strip():
             return
@@ -271,9 +288,11 @@ class MarkdownWriter:
 def decode_html(data):
     """HTML bytes -> str: byte order mark, else the declared charset, else UTF-8, else Windows-1252.
 
-    Example: b'<meta charset="iso-8859-1"><p>Gr\\xfc\\xdfe' -> '<meta charset="iso-8859-1"><p>Grüße'
+    Example: b'<meta charset="iso-8859-1"><p>Gr\\xfc\\xdfe'
+             -> '<meta charset="iso-8859-1"><p>Grüße'
     """
-    for bom, codec in ((b"\xef\xbb\xbf", "utf-8-sig"), (b"\xff\xfe", "utf-16"), (b"\xfe\xff", "utf-16")):
+    for bom, codec in ((b"\xef\xbb\xbf", "utf-8-sig"), (b"\xff\xfe", "utf-16"),
+                       (b"\xfe\xff", "utf-16")):
         if data.startswith(bom):
             return data.decode(codec, errors="replace")
     declared = re.search(rb"""<meta[^>]+charset\s*=\s*["']?([A-Za-z0-9_.:-]+)""", data[:4096], re.I)

@@ -1,8 +1,11 @@
 """OpenDocument (.odt, .ods, .odp) as Markdown, with zipfile and xml.etree, as Word is read.
 
-    odf_to_markdown(odt_bytes, "notfall.odt")  -> "# Notfall\\n\\n## Ablauf\\n\\n1. Ruhe bewahren\\n…"
-    odf_to_markdown(ods_bytes, "telefon.ods")  -> "# telefon.ods\\n\\n## Tabelle1\\n\\n…\\n\\n### Zeile 2\\n\\nName: Meier | …"
-    odf_to_markdown(odp_bytes, "kurs.odp")     -> "# kurs.odp\\n\\n## Folie 1: Start\\n\\n…\\n\\nNotizen: …"
+    odf_to_markdown(odt_bytes, "notfall.odt")
+    -> "# Notfall\\n\\n## Ablauf\\n\\n1. Ruhe bewahren\\n…"
+    odf_to_markdown(ods_bytes, "telefon.ods")
+    -> "# telefon.ods\\n\\n## Tabelle1\\n\\n…\\n\\n### Zeile 2\\n\\nName: Meier | …"
+    odf_to_markdown(odp_bytes, "kurs.odp")
+    -> "# kurs.odp\\n\\n## Folie 1: Start\\n\\n…\\n\\nNotizen: …"
 
 Text (.odt): text:h gives the heading level (text:outline-level), a paragraph in the style "Title"
 is the H1 and pushes the headings one level down; lists get "- " or "N. " (by their list style);
@@ -29,9 +32,11 @@ NS = {"office": "urn:oasis:names:tc:opendocument:xmlns:office:1.0",
       "fo": "urn:oasis:names:tc:opendocument:xmlns:xsl-fo-compatible:1.0",
       "draw": "urn:oasis:names:tc:opendocument:xmlns:drawing:1.0",
       "presentation": "urn:oasis:names:tc:opendocument:xmlns:presentation:1.0"}
-MAX_REPEAT = 1000  # a row or cell with text repeated more often than this is cut here (LibreOffice repeats empties)
-SKIP = {"office:annotation", "office:annotation-end", "text:note", "text:tracked-changes", "text:bookmark-ref",
-        "draw:frame", "text:sequence-decls"}  # dropped silently inside text (comments, footnotes, deletions)
+# a row or cell with text repeated more often than this is cut here (LibreOffice repeats empties)
+MAX_REPEAT = 1000
+# dropped silently inside text (comments, footnotes, deletions)
+SKIP = {"office:annotation", "office:annotation-end", "text:note", "text:tracked-changes",
+        "text:bookmark-ref", "draw:frame", "text:sequence-decls"}
 HIDDEN_FIELDS = {"text:hidden-text", "text:hidden-paragraph"}
 HIDDEN_ROWS = ("collapse", "filter")
 
@@ -47,15 +52,16 @@ def attr(node, name, default=None):
 
 
 def style_info(content):
-    """{style name: (hidden reason or None, parent, table/page hidden?)} from the automatic styles; list
-    styles -> ordered? as {"list:" + name: True/False}."""
+    """{style name: (hidden reason or None, parent, table/page hidden?)} from the automatic styles;
+    list styles -> ordered? as {"list:" + name: True/False}."""
     info = {}
     styles = content.find(q("office:automatic-styles"))
     for style in (styles if styles is not None else ()):
         name = attr(style, "style:name")
         if style.tag == q("text:list-style"):
             first = next(iter(style), None)
-            info["list:" + (name or "")] = first is not None and first.tag == q("text:list-level-style-number")
+            info["list:" + (name or "")] = (first is not None
+                                            and first.tag == q("text:list-level-style-number"))
             continue
         reason, shown = None, True
         for props in style:
@@ -70,12 +76,14 @@ def style_info(content):
 
 
 def text_hidden(props):
-    """Why text with these style:text-properties is not shown: display none, tiny size, white (no background)."""
+    """Why text with these style:text-properties is not shown: display none, tiny size, white (no
+    background)."""
     if attr(props, "text:display") in ("none", "condition"):
         return hidden.OFFICE
     if hidden.tiny((attr(props, "fo:font-size") or "").replace(" ", "")):
         return hidden.TINY
-    if hidden.white(attr(props, "fo:color")) and attr(props, "fo:background-color") in (None, "transparent"):
+    if (hidden.white(attr(props, "fo:color"))
+            and attr(props, "fo:background-color") in (None, "transparent")):
         return hidden.WHITE
     return None
 
@@ -94,10 +102,12 @@ class Reader:
         return name == "Title" or self.style(node)[1] == "Title"
 
     def inline(self, node, out, in_hidden=None):
-        """Append the text of node's children to out: spans, spaces, tabs, line breaks; hidden runs counted."""
+        """Append the text of node's children to out: spans, spaces, tabs, line breaks; hidden runs
+        counted."""
         for child in node:
             tag = short(child.tag)
-            reason = hidden.OFFICE if tag in HIDDEN_FIELDS else self.style(child)[0] if tag == "text:span" else None
+            reason = (hidden.OFFICE if tag in HIDDEN_FIELDS else self.style(child)[0]
+                      if tag == "text:span" else None)
             if tag in SKIP:
                 pass
             elif reason:
@@ -115,9 +125,11 @@ class Reader:
             out.append(child.tail or "")
 
     def text(self, node):
-        """A paragraph's text, spaces collapsed per line; "" when its own style hides it (counted)."""
+        """A paragraph's text, spaces collapsed per line; "" when its own style hides it
+        (counted)."""
         reason = self.style(node)[0] or (hidden.OFFICE if any(
-            attr(f, "text:is-hidden", "true") != "false" for f in node.iter(q("text:hidden-paragraph"))) else None)
+            attr(f, "text:is-hidden", "true") != "false"
+            for f in node.iter(q("text:hidden-paragraph"))) else None)
         if reason:
             self.counts[reason] += bool("".join(node.itertext()).strip())
             return ""
@@ -127,14 +139,16 @@ class Reader:
         return "\n".join(line for line in lines if line)
 
     def items(self, element, depth=0, ordered=False):
-        """("heading", level, text) / ("line", None, text) / ("block", None, text) of a text body, in order."""
+        """("heading", level, text) / ("line", None, text) / ("block", None, text) of a text body,
+        in order."""
         counter = 0
         for child in element:
             tag = short(child.tag)
             if tag == "text:h":
                 text = self.text(child)
                 if text:
-                    yield "heading", int(attr(child, "text:outline-level", "1") or 1), " ".join(text.split())
+                    yield ("heading", int(attr(child, "text:outline-level", "1") or 1),
+                           " ".join(text.split()))
             elif tag == "text:p":
                 text = self.text(child)
                 if text and self.is_title(child):
@@ -142,7 +156,8 @@ class Reader:
                 elif text:
                     yield "block", None, "\n".join(protect(line) for line in text.split("\n"))
             elif tag == "text:list":
-                ordered_here = self.styles.get("list:" + (attr(child, "text:style-name") or ""), ordered)
+                ordered_here = self.styles.get("list:" + (attr(child, "text:style-name") or ""),
+                                               ordered)
                 yield from self.items(child, depth + 1, ordered_here)
             elif tag in ("text:list-item", "text:list-header"):
                 counter += 1
@@ -160,11 +175,13 @@ class Reader:
                 self.counts[hidden.OFFICE] += bool("".join(child.itertext()).strip())
             elif tag in HIDDEN_FIELDS:
                 self.counts[hidden.OFFICE] += bool("".join(child.itertext()).strip())
-            elif tag in ("text:section", "text:index-body", "office:text", "draw:text-box", "text:soft-page-break"):
+            elif tag in ("text:section", "text:index-body", "office:text", "draw:text-box",
+                         "text:soft-page-break"):
                 yield from self.items(child, depth, ordered)
 
     def cells(self, row):
-        """The shown texts of a table row's cells, repeated cells expanded (empty repeats as one "")."""
+        """The shown texts of a table row's cells, repeated cells expanded (empty repeats as one
+        "")."""
         out = []
         for cell in row:
             if short(cell.tag) not in ("table:table-cell", "table:covered-table-cell"):
@@ -175,8 +192,8 @@ class Reader:
         return out
 
     def table_rows(self, table, hidden_ok=False):
-        """Rows of a table as cell lists; with hidden_ok False, (row number, cells) of the visible rows only,
-        hidden rows and columns counted."""
+        """Rows of a table as cell lists; with hidden_ok False, (row number, cells) of the visible
+        rows only, hidden rows and columns counted."""
         columns = []
         for col in table.iter(q("table:table-column")):
             repeat = min(int(attr(col, "table:number-columns-repeated", "1") or 1), MAX_REPEAT * 16)
@@ -195,8 +212,10 @@ class Reader:
                 elif attr(row, "table:visibility", "visible") in HIDDEN_ROWS:
                     self.counts[hidden.ROW] += 1
                 else:
-                    hidden_columns.update(i for i, c in enumerate(cells) if c and i < len(columns) and columns[i])
-                    yield number, ["" if i < len(columns) and columns[i] else c for i, c in enumerate(cells)]
+                    hidden_columns.update(i for i, c in enumerate(cells) if c and i < len(columns)
+                                          and columns[i])
+                    yield number, ["" if i < len(columns) and columns[i] else c
+                                   for i, c in enumerate(cells)]
         if hidden_columns:
             self.counts[hidden.COLUMN] += len(hidden_columns)
 
@@ -206,7 +225,8 @@ class Reader:
             if not self.style(table, "table:style-name")[2]:
                 self.counts[hidden.SHEET] += 1
                 continue
-            blocks.extend(base.sheet_blocks(attr(table, "table:name", ""), list(self.table_rows(table))))
+            blocks.extend(base.sheet_blocks(attr(table, "table:name", ""),
+                                            list(self.table_rows(table))))
         return blocks
 
     def slides(self, body):
@@ -228,7 +248,8 @@ class Reader:
                     said.extend(texts)
                 elif kind not in ("page", "page-number", "date-time", "footer", "header"):
                     lines.extend(texts + tables)
-            blocks += [f"## Folie {number}: {title}" if title else f"## Folie {number}", "\n".join(lines)]
+            blocks += [f"## Folie {number}: {title}" if title else f"## Folie {number}",
+                       "\n".join(lines)]
             if said:
                 blocks.append(protect("Notizen: " + " ".join(" ".join(said).split())))
         return blocks
@@ -243,7 +264,8 @@ def short(tag):
 
 
 def text_blocks(items):
-    """Markdown blocks of a text document's items; a "Title" paragraph (level 0) pushes headings down."""
+    """Markdown blocks of a text document's items; a "Title" paragraph (level 0) pushes headings
+    down."""
     shift = 1 if any(kind == "heading" and level == 0 for kind, level, _ in items) else 0
     blocks, lines = [], []
     for kind, level, text in items:
@@ -259,13 +281,17 @@ def text_blocks(items):
 
 
 def odf_to_markdown(data, title, notes=None, suffix=".odt"):
-    """OpenDocument bytes -> Markdown; FormatError for encrypted, non-zip or broken files; hidden text in notes."""
+    """OpenDocument bytes -> Markdown; FormatError for encrypted, non-zip or broken files;
+    hidden text in notes."""
     counts = notes.hidden if notes is not None else hidden.Counter()
     with base.open_zip(data, suffix) as archive:
-        if any(info.filename == "META-INF/manifest.xml" and b"encryption-data" in base.read_part(archive, info, suffix)
+        if any(info.filename == "META-INF/manifest.xml"
+               and b"encryption-data" in base.read_part(archive, info, suffix)
                for info in archive.infolist()):
-            raise FormatError(f"verschlüsselt (Passwortschutz) – ohne Passwort als {suffix} speichern")
-        content = base.read_xml(archive, "content.xml", suffix, required=True, kind="OpenDocument-Datei")
+            raise FormatError(f"verschlüsselt (Passwortschutz) – ohne Passwort als {suffix} "
+                              "speichern")
+        content = base.read_xml(archive, "content.xml", suffix, required=True,
+                                kind="OpenDocument-Datei")
         meta = base.read_xml(archive, "meta.xml", suffix)
     reader = Reader(content, counts)
     body = content.find(q("office:body"))

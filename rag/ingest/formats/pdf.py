@@ -6,12 +6,13 @@
 pdftotext (found via --pdftotext, RAG_PDFTOTEXT, then PATH) is fed on stdin; each page (form feed)
 becomes "## Seite N"; the PDF's Title, else the file name, is the H1. A Title that is no title
 ("Microsoft Word - v3.docx", "Untitled") is ignored. Pages without text (fewer than MIN_PAGE_CHARS
-characters) are read by OCR (rag/ingest/formats/ocr.py: pdftoppm + tesseract, German) and get a heading
-"## Seite N · OCR 94 %"; without tesseract, or where OCR finds no text either, they are left out and
-listed in notes.empty_pages (a PDF without any text raises FormatError).
+characters) are read by OCR (rag/ingest/formats/ocr.py: pdftoppm + tesseract, German) and get a
+heading "## Seite N · OCR 94 %"; without tesseract, or where OCR finds no text either, they are
+left out and listed in notes.empty_pages (a PDF without any text raises FormatError).
 
-Does not handle: OCR of images on pages that have a text layer, headings inside a PDF page (a page is
-the smallest section), password-protected files, invisible text in PDFs (pdftotext extracts it like any other).
+Does not handle: OCR of images on pages that have a text layer, headings inside a PDF page (a page
+is the smallest section), password-protected files, invisible text in PDFs (pdftotext extracts it
+like any other).
 """
 import os
 import re
@@ -21,37 +22,45 @@ import subprocess
 from rag.ingest.formats import ocr
 from rag.ingest.formats.base import FormatError, Notes, ToolMissing, join_blocks, protect
 
-MIN_PAGE_CHARS = 20  # a PDF page with fewer non-space characters has no text layer (while others have one)
+# a PDF page with fewer non-space characters has no text layer (while others have one)
+MIN_PAGE_CHARS = 20
 PDFTOTEXT_TIMEOUT = 120  # seconds per PDF
 PDF_INSTALL = "apt-get install poppler-utils"  # named in the warning when pdftotext is missing
-NO_TITLE = re.compile(r"^(untitled|unbenannt|ohne titel|(document|dokument)\s*\d*)$|^microsoft \w+ - |"
-                      r"\.(docx?|pdf|odt|rtf|txt)$", re.I)  # PDF Title metadata that names no document
+# PDF Title metadata that names no document
+NO_TITLE = re.compile(r"^(untitled|unbenannt|ohne titel|(document|dokument)\s*\d*)$|"
+                      r"^microsoft \w+ - |\.(docx?|pdf|odt|rtf|txt)$", re.I)
 
 
 def default_pdftotext():
-    """pdftotext: $RAG_PDFTOTEXT, else PATH; the bare name when neither has it (the caller reports)."""
+    """pdftotext: $RAG_PDFTOTEXT, else PATH; the bare name when neither has it (the caller
+    reports)."""
     return os.environ.get("RAG_PDFTOTEXT") or shutil.which("pdftotext") or "pdftotext"
 
 
 def run_pdftotext(data, pdftotext):
-    """pdftotext's -htmlmeta output for the PDF bytes: (title or None, text with \\f between pages)."""
+    """pdftotext's -htmlmeta output for the PDF bytes: (title or None, text with \\f between
+    pages)."""
     import html
     command = [pdftotext, "-layout", "-enc", "UTF-8", "-htmlmeta", "-", "-"]
     try:
         done = subprocess.run(command, input=data, capture_output=True, timeout=PDFTOTEXT_TIMEOUT)
     except OSError as exc:  # not there, not executable, not a program
-        raise ToolMissing(f"pdftotext nicht gefunden ({pdftotext}: {exc.strerror}) – PDF-Seiten übersprungen; "
-                          f"installieren mit: {PDF_INSTALL} (oder Pfad mit --pdftotext / RAG_PDFTOTEXT angeben)")
+        raise ToolMissing(f"pdftotext nicht gefunden ({pdftotext}: {exc.strerror}) – PDF-Seiten "
+                          f"übersprungen; installieren mit: {PDF_INSTALL} (oder Pfad mit "
+                          "--pdftotext / RAG_PDFTOTEXT angeben)")
     except subprocess.TimeoutExpired:
-        raise FormatError(f"pdftotext nach {PDFTOTEXT_TIMEOUT} s abgebrochen – PDF prüfen oder aufteilen")
+        raise FormatError(f"pdftotext nach {PDFTOTEXT_TIMEOUT} s abgebrochen – PDF prüfen oder "
+                          "aufteilen")
     err = done.stderr.decode("utf-8", "replace")
     if done.returncode != 0:
         if "password" in err.lower():
             raise FormatError("verschlüsselt (Passwort nötig) – ohne Passwortschutz speichern")
         if done.returncode == 3:
-            raise FormatError("Kopierschutz verbietet das Auslesen des Texts – ungeschützt speichern")
+            raise FormatError("Kopierschutz verbietet das Auslesen des Texts – ungeschützt "
+                              "speichern")
         last = (err.strip().splitlines() or [f"Exit-Code {done.returncode}"])[-1]
-        raise FormatError(f"defekt oder kein PDF (pdftotext: {last.strip()}) – Datei neu exportieren")
+        raise FormatError(f"defekt oder kein PDF (pdftotext: {last.strip()}) – Datei neu "
+                          "exportieren")
     out = done.stdout.decode("utf-8", "replace")
     title = re.search(r"<title>(.*?)</title>", out, re.S)
     body = re.search(r"<pre>\n?(.*)</pre>", out, re.S)
@@ -70,7 +79,8 @@ def page_lines(page):
 
 
 def pdf_to_markdown(data, title, pdftotext, notes=None):
-    """PDF bytes -> "# Title\\n\\n## Seite 1\\n\\n…"; FormatError for encrypted, broken or unreadable PDFs.
+    """PDF bytes -> "# Title\\n\\n## Seite 1\\n\\n…"; FormatError for encrypted,
+    broken or unreadable PDFs.
 
     Pages with fewer than MIN_PAGE_CHARS characters (when another page has text, or when no page
     has any) are read by OCR; those OCR cannot read are left out and listed in notes.empty_pages.
@@ -87,7 +97,8 @@ def pdf_to_markdown(data, title, pdftotext, notes=None):
     read = ocr.read_pdf_pages(data, silent, title, pdftotext, notes)
     if no_text and not read:
         raise FormatError("kein Textlayer – OCR nötig" if notes.ocr_missing else
-                          "kein Textlayer, auch per OCR kein Text erkannt – Scan prüfen (300 dpi, gerade)")
+                          "kein Textlayer, auch per OCR kein Text erkannt – Scan prüfen (300 "
+                          "dpi, gerade)")
     notes.empty_pages.extend(n for n in silent if n not in read)
     meta_title = " ".join((meta_title or "").split())
     blocks = [f"# {title if not meta_title or NO_TITLE.search(meta_title) else meta_title}"]

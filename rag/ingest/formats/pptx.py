@@ -1,12 +1,14 @@
-"""PowerPoint decks (.pptx) as Markdown, with zipfile and xml.etree: one section per slide, notes included.
+"""PowerPoint decks (.pptx) as Markdown, with zipfile and xml.etree: one section per slide, notes
+included.
 
     pptx_to_markdown(pptx_bytes, "schulung.pptx")
-    -> "# schulung.pptx\\n\\n## Folie 1: Willkommen\\n\\nAblauf des Tages\\n\\nNotizen: Pause um 10 Uhr\\n…"
+    -> "# schulung.pptx\\n\\n## Folie 1: Willkommen\\n\\nAblauf des Tages
+        \\n\\nNotizen: Pause um 10 Uhr\\n…"
 
 Slides come in the order of ppt/presentation.xml; each becomes "## Folie N: title" (the title or
 ctrTitle placeholder; without one, "## Folie N"), its text shapes and table rows below, then the
-speaker notes as "Notizen: …". A slide marked show="0" (hidden) is dropped with its notes and counted
-in notes.hidden (rag/ingest/hidden.py).
+speaker notes as "Notizen: …". A slide marked show="0" (hidden) is dropped with its notes and
+counted in notes.hidden (rag/ingest/hidden.py).
 
 Does not handle: old .ppt files, password-protected files, text in charts, SmartArt and grouped
 shapes' order on the slide (document order is kept), slide layouts' and masters' text, comments.
@@ -22,7 +24,8 @@ A = "{http://schemas.openxmlformats.org/drawingml/2006/main}"
 R = "{http://schemas.openxmlformats.org/officeDocument/2006/relationships}"
 PR = "{http://schemas.openxmlformats.org/package/2006/relationships}"
 TITLES = ("title", "ctrTitle")  # placeholder types that hold the slide's title
-NOTES_SKIP = ("sldImg", "sldNum", "dt", "ftr", "hdr")  # placeholders of a notes page that are not the notes
+# placeholders of a notes page that are not the notes
+NOTES_SKIP = ("sldImg", "sldNum", "dt", "ftr", "hdr")
 
 
 def relationships(archive, part):
@@ -58,7 +61,8 @@ def paragraphs(body):
 
 
 def shapes(slide, skip=()):
-    """(title or "", [text lines]) of a slide or notes page: text shapes and table rows in document order."""
+    """(title or "", [text lines]) of a slide or notes page: text shapes and table rows in document
+    order."""
     title, lines = "", []
     for node in slide.iter():
         if node.tag == P + "sp":
@@ -70,14 +74,16 @@ def shapes(slide, skip=()):
             else:
                 lines.extend(paragraphs(body))
         elif node.tag == A + "tr":
-            cells = [" ".join(" ".join(paragraphs(cell)).split()) for cell in node.findall(A + "tc")]
+            cells = [" ".join(" ".join(paragraphs(cell)).split())
+                     for cell in node.findall(A + "tc")]
             if any(cells):
                 lines.append(" | ".join(cells))
     return title, lines
 
 
 def slide_blocks(number, slide, notes):
-    """Markdown blocks of one slide: heading, text lines, "Notizen: …" (notes: the parsed notes page or None)."""
+    """Markdown blocks of one slide: heading, text lines, "Notizen: …" (notes: the parsed notes
+    page or None)."""
     title, lines = shapes(slide)
     blocks = [f"## Folie {number}: {title}" if title else f"## Folie {number}",
               "\n".join(protect(line) for line in lines)]
@@ -89,11 +95,13 @@ def slide_blocks(number, slide, notes):
 
 
 def pptx_to_markdown(data, title, notes=None):
-    """PowerPoint (.pptx) bytes -> Markdown; FormatError for encrypted, non-zip or broken files; hidden slides in notes."""
+    """PowerPoint (.pptx) bytes -> Markdown; FormatError for encrypted, non-zip or broken files;
+    hidden slides in notes."""
     counts = notes.hidden if notes is not None else hidden.Counter()
     blocks = []
     with base.open_zip(data, ".pptx") as archive:
-        deck = base.read_xml(archive, "ppt/presentation.xml", ".pptx", required=True, kind="PowerPoint-Datei")
+        deck = base.read_xml(archive, "ppt/presentation.xml", ".pptx", required=True,
+                             kind="PowerPoint-Datei")
         core = base.read_xml(archive, "docProps/core.xml", ".pptx")
         targets = relationships(archive, "ppt/presentation.xml")
         for number, entry in enumerate(deck.iter(P + "sldId"), 1):
@@ -104,7 +112,8 @@ def pptx_to_markdown(data, title, notes=None):
             if (slide.get("show") or "1").lower() in ("0", "false"):
                 counts[hidden.SLIDE] += 1
                 continue
-            notes_path = next((p for p in relationships(archive, path).values() if "/notesSlides/" in p), None)
+            notes_path = next((p for p in relationships(archive, path).values()
+                               if "/notesSlides/" in p), None)
             notes_page = base.read_xml(archive, notes_path, ".pptx") if notes_path else None
             blocks.extend(slide_blocks(number, slide, notes_page))
     return join_blocks([f"# {base.document_title(core, title)}"] + blocks)

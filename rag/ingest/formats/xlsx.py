@@ -1,15 +1,18 @@
-"""Excel workbooks (.xlsx) as Markdown, with zipfile and xml.etree: one section per sheet, one unit per row.
+"""Excel workbooks (.xlsx) as Markdown, with zipfile and xml.etree: one section per sheet, one unit
+per row.
 
     xlsx_to_markdown(xlsx_bytes, "telefon.xlsx")
-    -> "# telefon.xlsx\\n\\n## Telefonliste\\n\\nSpalten: Name | Durchwahl\\n\\n### Zeile 2\\n\\nName: Meier | Durchwahl: 4711\\n…"
+    -> "# telefon.xlsx\\n\\n## Telefonliste\\n\\nSpalten: Name | Durchwahl
+        \\n\\n### Zeile 2\\n\\nName: Meier | Durchwahl: 4711\\n…"
 
 Each visible sheet becomes "## sheet name"; its first row with text holds the column headers, every
-later row becomes "### Zeile N" with "Header: value | …" (base.sheet_blocks), so a question about one
-row finds that row and the citation names sheet and row (`telefon.xlsx › Telefonliste › Zeile 17`).
-Formulas give the value Excel or LibreOffice cached (<v>); shared strings, inline strings, booleans
-(WAHR/FALSCH), errors (#DIV/0!) and dates (by the cell's number format, as TT.MM.JJJJ) are read.
-Hidden sheets (state="hidden"/"veryHidden"), rows and columns (hidden="1" or "true") are dropped and
-counted in notes.hidden (rag/ingest/hidden.py). Sheets are read with iterparse, so 10,000 rows stay fast.
+later row becomes "### Zeile N" with "Header: value | …" (base.sheet_blocks), so a question about
+one row finds that row and the citation names sheet and row (`telefon.xlsx › Telefonliste ›
+Zeile 17`). Formulas give the value Excel or LibreOffice cached (<v>); shared strings, inline
+strings, booleans (WAHR/FALSCH), errors (#DIV/0!) and dates (by the cell's number format, as
+TT.MM.JJJJ) are read. Hidden sheets (state="hidden"/"veryHidden"), rows and columns (hidden="1" or
+"true") are dropped and counted in notes.hidden (rag/ingest/hidden.py). Sheets are read with
+iterparse, so 10,000 rows stay fast.
 
 Does not handle: old .xls files, password-protected files, formulas without a cached value (empty),
 number formats other than dates (numbers as stored, decimal comma), merged cells, charts, comments,
@@ -26,13 +29,15 @@ S = "{http://schemas.openxmlformats.org/spreadsheetml/2006/main}"
 R = "{http://schemas.openxmlformats.org/officeDocument/2006/relationships}"
 PR = "{http://schemas.openxmlformats.org/package/2006/relationships}"
 DATE_FORMATS = set(range(14, 23)) | {45, 46, 47}  # Excel's built-in date and time number formats
-DATE_CODE = re.compile(r"[dmyjt]", re.I)  # a custom format with day/month/year letters (after quotes and [..])
+# a custom format with day/month/year letters (after quotes and [..])
+DATE_CODE = re.compile(r"[dmyjt]", re.I)
 CELL_REF = re.compile(r"^([A-Z]+)(\d+)$")
 EPOCH = datetime.datetime(1899, 12, 30)  # Excel's day 0 (with its 1900 leap year bug folded in)
 
 
 def flag(value):
-    """Is an OOXML boolean attribute set? Excel writes "1", LibreOffice "true". Example: "true" -> True"""
+    """Is an OOXML boolean attribute set? Excel writes "1", LibreOffice "true". Example: "true"
+    -> True"""
     return (value or "").strip().lower() in ("1", "true")
 
 
@@ -50,12 +55,14 @@ def shared_strings(root):
         return []
     out = []
     for item in root.iter(S + "si"):
-        out.append("".join(t.text or "" for child in item if child.tag != S + "rPh" for t in child.iter(S + "t")))
+        out.append("".join(t.text or "" for child in item if child.tag != S + "rPh"
+                           for t in child.iter(S + "t")))
     return out
 
 
 def date_styles(styles):
-    """Indexes of the cell formats (cellXfs) that show a date. Example: xf numFmtId="14" at index 3 -> {3}"""
+    """Indexes of the cell formats (cellXfs) that show a date. Example: xf numFmtId="14" at index 3
+    -> {3}"""
     if styles is None:
         return set()
     custom = set()
@@ -69,7 +76,8 @@ def date_styles(styles):
 
 
 def number_text(value, is_date=False):
-    """A stored number as a German reader sees it. Example: "3.5" -> "3,5"; "45292", date -> "01.01.2024" """
+    """A stored number as a German reader sees it. Example: "3.5" -> "3,5"; "45292", date
+    -> "01.01.2024" """
     try:
         number = float(value)
     except ValueError:
@@ -81,7 +89,8 @@ def number_text(value, is_date=False):
 
 
 def cell_text(cell, strings, dates):
-    """The text a cell shows: cached value of a formula, shared or inline string, WAHR/FALSCH, error, number."""
+    """The text a cell shows: cached value of a formula, shared or inline string, WAHR/FALSCH,
+    error, number."""
     kind = cell.get("t", "n")
     if kind == "inlineStr":
         return "".join(t.text or "" for t in cell.iter(S + "t"))
@@ -99,26 +108,31 @@ def cell_text(cell, strings, dates):
 
 
 def sheet_rows(data, strings, dates, counts):
-    """[(row number, [cell texts])] of one sheet's XML bytes, hidden rows and columns left out and counted."""
+    """[(row number, [cell texts])] of one sheet's XML bytes, hidden rows and columns left out and
+    counted."""
     import io
     from xml.etree import ElementTree
     rows, hidden_columns, hidden_with_text = [], set(), set()
     try:
         for _, element in ElementTree.iterparse(io.BytesIO(data)):
             if element.tag == S + "col" and flag(element.get("hidden")):
-                hidden_columns.update(range(int(element.get("min", "1")) - 1, int(element.get("max", "1"))))
+                hidden_columns.update(range(int(element.get("min", "1")) - 1,
+                                            int(element.get("max", "1"))))
             elif element.tag == S + "row":
                 number = int(element.get("r") or len(rows) + 1)
                 cells = {}
                 for position, cell in enumerate(element.iter(S + "c")):
                     match = CELL_REF.match(cell.get("r") or "")
-                    cells[column_index(match.group(1)) if match else position] = cell_text(cell, strings, dates)
+                    cells[column_index(match.group(1)) if match else position] = (
+                        cell_text(cell, strings, dates))
                 if flag(element.get("hidden")):
                     counts[hidden.ROW] += any(v.strip() for v in cells.values())
                 else:
                     hidden_with_text.update(i for i in hidden_columns if cells.get(i, "").strip())
                     width = max(cells, default=-1) + 1
-                    rows.append((number, ["" if i in hidden_columns else cells.get(i, "") for i in range(width)]))
+                    rows.append((number,
+                                 ["" if i in hidden_columns else cells.get(i, "")
+                                  for i in range(width)]))
                 element.clear()
     except (ElementTree.ParseError, ValueError) as exc:
         raise FormatError(f"defekt (Tabellenblatt: {exc}) – als .xlsx neu speichern")
@@ -136,16 +150,19 @@ def sheet_paths(workbook, rels):
     for sheet in workbook.iter(S + "sheet"):
         path = targets.get(sheet.get(R + "id"))
         if path:
-            out.append((sheet.get("name") or "", path, (sheet.get("state") or "visible") != "visible"))
+            out.append((sheet.get("name") or "", path,
+                        (sheet.get("state") or "visible") != "visible"))
     return out
 
 
 def xlsx_to_markdown(data, title, notes=None):
-    """Excel (.xlsx) bytes -> Markdown; FormatError for encrypted, non-zip or broken files; hidden parts in notes."""
+    """Excel (.xlsx) bytes -> Markdown; FormatError for encrypted, non-zip or broken files;
+    hidden parts in notes."""
     counts = notes.hidden if notes is not None else hidden.Counter()
     blocks = []
     with base.open_zip(data, ".xlsx") as archive:
-        workbook = base.read_xml(archive, "xl/workbook.xml", ".xlsx", required=True, kind="Excel-Datei")
+        workbook = base.read_xml(archive, "xl/workbook.xml", ".xlsx", required=True,
+                                 kind="Excel-Datei")
         rels = base.read_xml(archive, "xl/_rels/workbook.xml.rels", ".xlsx")
         strings = shared_strings(base.read_xml(archive, "xl/sharedStrings.xml", ".xlsx"))
         dates = date_styles(base.read_xml(archive, "xl/styles.xml", ".xlsx"))
@@ -158,7 +175,7 @@ def xlsx_to_markdown(data, title, notes=None):
                 info = archive.getinfo(path)
             except KeyError:
                 raise FormatError(f"defekt ({path} fehlt) – als .xlsx neu speichern")
-            blocks.extend(base.sheet_blocks(name, sheet_rows(base.read_part(archive, info, ".xlsx"), strings, dates,
-                                                             counts)))
+            blocks.extend(base.sheet_blocks(
+                name, sheet_rows(base.read_part(archive, info, ".xlsx"), strings, dates, counts)))
     return join_blocks([f"# {base.document_title(core, title)}"] + blocks)
 

@@ -10,8 +10,9 @@ admonitions do (rag/ingest/markup.py); a body that starts with a label itself ("
 that label, once. Figures and images become their alt text (not a bare file name) and caption, code
 blocks a ``` fence, a toctree the list of its children's titles, an include the included file read
 as reST (substitution files define, and show nothing). Layout and authoring directives (raw,
-sectionauthor, tabularcolumns, …), comments, link targets and substitution definitions show nothing;
-the page reads targets and definitions beforehand (project.py). Any other directive shows its body.
+sectionauthor, tabularcolumns, …), comments, link targets and substitution definitions show
+nothing; the page reads targets and definitions beforehand (project.py). Any other directive shows
+its body.
 
 Does not handle: literalinclude, csv-table and list-table as tables (their body is shown as text),
 math, domain directives (py:function …) beyond their body.
@@ -34,8 +35,9 @@ TITLED = {"rubric", "centered", "topic", "sidebar", "table", "list-table", "csv-
           "card", "dropdown"}  # the argument is text a reader sees
 NO_ARGUMENT = set(markup.SPHINX_LABELS) | {"toctree", "glossary", "compound", "container"}
 LABEL_WORDS = "|".join(markup.NOTE_LABELS)
+# "Achtung: …", "**Achtung:** …", "**Hinweis**" at the start of a note
 OWN_LABEL = re.compile(rf"^(?:\*\*({LABEL_WORDS})\s*:?\s*\*\*\s*:?|({LABEL_WORDS})\s*:)\s*(.*)$",
-                       re.I)  # "Achtung: …", "**Achtung:** …", "**Hinweis**" at the start of a note
+                       re.I)
 
 
 def explicit(first, body, page, nested):

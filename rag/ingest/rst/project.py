@@ -28,7 +28,8 @@ from rag.ingest.rst.inline import inline
 INCLUDE_DEPTH = 4  # includes inside includes, at most
 MAX_INCLUDE_BYTES = 1024 * 1024  # a larger included file is skipped
 LABEL = re.compile(r"^\s*\.\. _([^:`][^:]*|`[^`]+`):\s*$")  # ".. _quota-label:" (a label, no URL)
-TARGET = re.compile(r"^\s*\.\. _([^:`][^:]*|`[^`]+`):\s+(\S+)\s*$")  # ".. _FW: https://…" (a link)
+# ".. _FW: https://…" (a link)
+TARGET = re.compile(r"^\s*\.\. _([^:`][^:]*|`[^`]+`):\s+(\S+)\s*$")
 SUBSTITUTION = re.compile(r"^\.\. \|([^|]+)\|\s+([\w-]+)::(?:\s+(.*)|\s*$)")
 INCLUDE = re.compile(r"^\.\. include::\s+(\S+)\s*$")
 CODE_POINT = re.compile(r"(?:0x|x|\\x|U\+|u|\\u|&#x)([0-9a-fA-F]+);?|&#(\d+);", re.I)
