@@ -145,3 +145,32 @@ def test_no_module_over_400_lines_and_no_function_over_60():
                 if length > MAX_FUNCTION_LINES:
                     too_long.append(f"{name}:{node.lineno} {node.name}: {length} lines")
     assert too_long == []
+
+
+MAX_LINE = 100  # characters a reader reads without scrolling (DEVELOPERS.md)
+MAX_LONG_SHARE = 0.01  # issue 43: at most 1 % of the lines in rag/ longer than MAX_LINE
+
+
+def long_lines(paths, root=ROOT):
+    """[(path, line number, length)] of the lines over MAX_LINE characters (not bytes: an umlaut
+    is one)."""
+    found = []
+    for path in paths:
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+            if len(line) > MAX_LINE:
+                found.append((path.relative_to(root), n, len(line)))
+    return found
+
+
+def test_long_lines_count_characters_not_bytes(tmp_path):
+    sample = tmp_path / "sample.py"
+    sample.write_text("ä" * MAX_LINE + "\n" + "x" * (MAX_LINE + 1) + "\n", encoding="utf-8")
+    assert [n for _, n, _ in long_lines([sample], root=tmp_path)] == [2]
+
+
+def test_at_most_one_percent_of_the_lines_in_rag_are_long():
+    paths = sorted(RAG.rglob("*.py"))
+    total = sum(len(p.read_text(encoding="utf-8").splitlines()) for p in paths)
+    found = long_lines(paths)
+    shown = "\n".join(f"{p}:{n} ({length})" for p, n, length in found[:20])
+    assert len(found) <= MAX_LONG_SHARE * total, f"{len(found)} of {total} lines:\n{shown}"
