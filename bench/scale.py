@@ -315,7 +315,8 @@ def print_rights(rows):
                 print(f"Plan {de(r['n'])} PostgreSQL {way}, {'mit Rechten' if side == 'rights' else 'ohne'}: {plan}")
 
 
-def main():
+def parse_args():
+    """The command line, checked: --stores and --efs as lists, --hnsw and --build-memory set."""
     parser = argparse.ArgumentParser(description="Misst SQLite und PostgreSQL bei 20.000 bis 1.000.000 Chunks.")
     parser.add_argument("--sizes", default=",".join(map(str, SIZES)), help="Anzahl Chunks, kommagetrennt")
     parser.add_argument("--stores", default="sqlite,postgres", help="sqlite, postgres oder beide")
@@ -338,7 +339,7 @@ def main():
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
-        return worker(args.worker)
+        return args
     args.stores = [s.strip() for s in args.stores.split(",") if s.strip()]
     args.efs = [int(e) for e in args.efs.split(",") if e.strip()]
     if not re.fullmatch(r"\s*m\s*=\s*\d+\s*,\s*ef_construction\s*=\s*\d+\s*", args.hnsw):
@@ -349,6 +350,13 @@ def main():
     postgres.BUILD_MEMORY = args.build_memory
     if args.access is not None and not 0 <= args.access < 1:
         raise SystemExit("Fehler: --access erwartet einen Anteil von 0 bis unter 1, z. B. 0.1")
+    return args
+
+
+def main():
+    args = parse_args()
+    if args.worker:
+        return worker(args.worker)
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
     real, queries = load_real(args.real)
     header = common.header("Skalierung: SQLite und PostgreSQL, echte e5-Vektoren") + "\nBefehl: " + common.command_line()
