@@ -85,6 +85,7 @@ NOT_PLACES = {
     "august", "september", "oktober", "november", "dezember", "quartal", "telefon", "wiki",
     "portal", "vertrag", "anhang", "bildschirm", "laptop", "drucker", "schrank", "regal"}
 WORD = r"[A-ZÄÖÜ][a-zäöüß]+"
+SUFFIX = "|".join(re.escape(s) for s in SUFFIXES)  # "straße|strasse|str\.|…"
 # not a year
 HOUSE = (r"(?:\d{1,3}|(?!19|20)\d{4})(?:\ ?[a-zA-Z](?![\w])"
          r")?(?:\ ?[-–/]\ ?\d{1,4}(?:\ ?[a-zA-Z](?![\w]))?)?")
@@ -94,49 +95,96 @@ STREET = re.compile(r"(?<![\w-])(?P<street>"
                     rf"(?:{WORD}-|[A-ZÄÖÜ][\w.]*\.-)*(?:{WORD}|[A-ZÄÖÜ])"
                     r"-(?:Straße|Strasse|Str\.|Weg|Allee|Platz|Gasse|Ring|Damm|Chaussee|Ufer|"
                     r"Steig|Stieg|Pfad|Kai|Promenade|Twiete|Deich|Kamp)|"
-                    rf"{WORD}(?:{'|'.join(re.escape(s) for s in SUFFIXES)})|{WORD}\ {SEPARATE})"
+                    rf"{WORD}(?:{SUFFIX})|{WORD}\ {SEPARATE})"
                     rf"\ (?P<number>{HOUSE}){HOUSE_END}")
-PREPOSITIONAL = re.compile(rf"(?<![\w-])(?P<street>{PREPOSITIONS}"
-                           r"\ (?:[A-ZÄÖÜ][a-zäöüß]+(?:en|em|er|es|e)\ )?"
-                           rf"(?P<noun>{WORD}(?:-{WORD})*))"
-                           rf"\ (?P<number>{HOUSE})(?=\s*(?:,|\n|$|\.(?!\d)|;|\)|·|\||"
-                           rf"in\ \d{{5}}\ [A-ZÄÖÜ]))")
-BEFORE_POSTCODE = re.compile(rf"(?<![\w-])(?P<street>(?:{WORD}[-\ ])?{WORD})\ (?P<number>{HOUSE})"
-                             r"(?![.,]\d)(?=\s*(?:,|;|\n|·|\|)\s*(?:D-)?\d{5}\s+[A-ZÄÖÜ])")
-LOWER_ADDRESS = re.compile(rf"(?<![\w-])(?P<street>[a-zäöüß]+"
-                           rf"(?:{'|'.join(re.escape(s) for s in SUFFIXES)})"
-                           rf"|[a-zäöüß]+er\ [a-zäöüß]*"
-                           rf"(?:{'|'.join(re.escape(s) for s in SUFFIXES)}))"
-                           rf"\ (?P<number>{HOUSE}),\ ?(?P<code>\d{{5}})"
-                           r"\ (?P<town>[a-zäöüß]+(?:-[a-zäöüß]+)*)(?![\w-])")
+# The long patterns below are spelled out with re.VERBOSE (white space between the parts is
+# ignored, a comment says what a part matches); the parts above escape a space as "\ ".
+PREPOSITIONAL = re.compile(rf"""
+    (?<![\w-])
+    (?P<street> {PREPOSITIONS}                        # "Am", "An der", "Platz der"
+      \ (?:[A-ZÄÖÜ][a-zäöüß]+(?:en|em|er|es|e)\ )?    # an adjective, if any: "Alten "
+      (?P<noun> {WORD}(?:-{WORD})* ) )                # "Markt", "Alster"
+    \ (?P<number>{HOUSE})                             # " 3", " 12a"
+    (?= \s* (?: , | \n | $ | \.(?!\d) | ; | \) | · | \|    # then the end of the address
+              | in\ \d{{5}}\ [A-ZÄÖÜ] ) )                  # or "in 20095 Hamburg"
+    """, re.X)
+BEFORE_POSTCODE = re.compile(rf"""
+    (?<![\w-])
+    (?P<street> (?:{WORD}[-\ ])? {WORD} )             # any word or two: "Stephanikirchweide"
+    \ (?P<number>{HOUSE}) (?![.,]\d)                  # " 8", not " 8,5"
+    (?= \s* (?:,|;|\n|·|\|) \s* (?:D-)? \d{{5}} \s+ [A-ZÄÖÜ] )  # then ", 28217 Bremen"
+    """, re.X)
+LOWER_ADDRESS = re.compile(rf"""
+    (?<![\w-])
+    (?P<street> [a-zäöüß]+ (?:{SUFFIX})               # "bäckerbreitergang"
+              | [a-zäöüß]+er\ [a-zäöüß]* (?:{SUFFIX}) )  # "potsdamer straße"
+    \ (?P<number>{HOUSE}) ,\ ?                        # " 14, "
+    (?P<code>\d{{5}}) \ (?P<town>[a-zäöüß]+(?:-[a-zäöüß]+)*)  # "20355 hamburg"
+    (?![\w-])
+    """, re.X)
 # words before a number: no postcode
-NOT_CODES = re.compile(r"(?i)(?:kostenstelle|\bkst\b\.?|ticket|artikel|bestell|rechnung|auftrag|"
-                       r"vorgang|kunden|projekt|konto|inventar|\bport|personal|\bnr\.?|nummer|#)"
-                       r"\S*[.:#\s]*$")
-TOWN = (r"(?:(?:Bad|St\.|Sankt|Hansestadt)"
-        r"\ )?[A-ZÄÖÜ][a-zäöüß]+(?:-[A-ZÄÖÜ][a-zäöüß]+)*(?:\ (?:am|an\ der|an\ dem|"
-        r"im|in\ der|ob\ der|bei|vor\ der)\ [A-ZÄÖÜ][a-zäöüß]+|"
-        r"\ \([A-ZÄÖÜ][a-zäöüß]+\)|\ auf\ (?:Föhr|Amrum|Sylt|Pellworm|Rügen|Fehmarn|"
-        r"Usedom|Hiddensee|Poel|Borkum|Juist|Norderney|Baltrum|Langeoog|Spiekeroog|Wangerooge|"
-        r"Helgoland|Reichenau|Mainau)|/[A-ZÄÖÜ][a-zäöüß]+)?")
-POSTCODE = re.compile(r"(?:(?<![\w.,/-])|(?<=[^\W\d],))(?P<prefix>(?:D|DE|A|AT|CH)"
-                      rf"-)?(?P<code>\d{{4,5}})\ (?P<town>{TOWN})(?![\w-])")
+NOT_CODES = re.compile(r"""
+    (?: kostenstelle | \bkst\b\.?                               # "Kostenstelle", "KST."
+      | ticket | artikel | bestell | rechnung | auftrag | vorgang  # numbers of records
+      | kunden | projekt | konto | inventar | \bport | personal   # and of other things
+      | \bnr\.? | nummer | \# )                                 # "Nr.", "Nummer", "#"
+    \S* [.:#\s]* $                                              # "-Nr.: ", "nummer "
+    """, re.I | re.X)
+ISLANDS = "|".join([
+    "Föhr", "Amrum", "Sylt", "Pellworm",  # North Frisian
+    "Rügen", "Fehmarn", "Usedom", "Hiddensee", "Poel",  # Baltic Sea
+    "Borkum", "Juist", "Norderney", "Baltrum", "Langeoog", "Spiekeroog",  # East Frisian
+    "Wangerooge", "Helgoland",  # East Frisian, Heligoland
+    "Reichenau", "Mainau"])  # Lake Constance
+# a part of POSTCODE (re.VERBOSE)
+TOWN = rf"""
+    (?: (?:Bad|St\.|Sankt|Hansestadt)\ )?               # "Bad ", "St. "
+    {WORD}(?:-{WORD})*                                  # "Hamburg", "Castrop-Rauxel"
+    (?: \ (?:am|an\ der|an\ dem|im|in\ der|ob\ der|bei|vor\ der)\ {WORD}  # "Frankfurt am Main"
+      | \ \({WORD}\)                                    # "Neustadt (Holstein)"
+      | \ auf\ (?:{ISLANDS})                            # "Wyk auf Föhr"
+      | /{WORD} )?                                      # "Halle/Saale"
+    """
+POSTCODE = re.compile(rf"""
+    (?: (?<![\w.,/-]) | (?<=[^\W\d],) )               # not inside a word or number, or: "Bonn,"
+    (?P<prefix> (?:D|DE|A|AT|CH)- )?                  # the country: "D-", "CH-"
+    (?P<code>\d{{4,5}}) \ (?P<town>{TOWN})            # "20095 Hamburg"
+    (?![\w-])
+    """, re.X)
 AFTER_PREPOSITION = re.compile(r"(?:^|[\s(])(?:in|aus|nach|bei|von|wohnt|wohnhaft|Wohnort)\s+$")
-NOT_TOWNS = re.compile(r"(?:en|ern|Euro|EUR|CHF|Dollar|USD|Stück|Prozent|Mal|Byte|Bytes|Zeichen|"
-                       r"Punkte?|Seiten|Tickets?)$")
-POSTCODE_WORDS = re.compile(r"(?i)(?:\bplz|postleitzahl|\bort|wohnort|anschrift|adresse|\bsitz|"
-                            r"postfach)\s*:?\s*$")
+NOT_TOWNS = re.compile(r"""(?:
+      en | ern                                        # a plural or a verb: "Tagen", "Kindern"
+    | Euro | EUR | CHF | Dollar | USD                 # a currency
+    | Stück | Prozent | Mal | Byte | Bytes | Zeichen  # a unit
+    | Punkte? | Seiten | Tickets?                    # a count
+    )$""", re.X)
+POSTCODE_WORDS = re.compile(r"""
+    (?: \bplz | postleitzahl | \bort | wohnort        # "PLZ", "Ort"
+      | anschrift | adresse | \bsitz | postfach )     # "Anschrift", "Sitz"
+    \s* :? \s* $                                      # then ": "
+    """, re.I | re.X)
 # "Co. KG" ends in KG
 LEGAL_FORM = re.compile(r"\b(?:GmbH|AG|KG|OHG|SE|UG|e\.\s?V\.|mbH|KGaA|GbR|Ltd\.?|Inc\.?)(?!\w)")
 # "Hansa GmbH, " before a postcode: its seat
 ENDS_WITH_COMPANY = re.compile(LEGAL_FORM.pattern + r"\s*[,·|\n]\s*$")
-REGISTER = re.compile(r"(?<![\w-])HR\s?(?P<letter>[AB])"
-                      r"(?:\s*-?\s*Nr\.?)?\s*:?\s*(?P<number>\d{1,6})(?![\d,./-]\d)(?!\w)")
+REGISTER = re.compile(r"""
+    (?<![\w-]) HR\s? (?P<letter>[AB])                 # "HRB", "HR A"
+    (?: \s* -? \s* Nr\.? )? \s* :? \s*                # "-Nr.: ", if any
+    (?P<number>\d{1,6}) (?![\d,./-]\d) (?!\w)         # "12345", not a part of "12.345,00"
+    """, re.X)
 VAT = re.compile(r"(?<![\w-])DE[ ]?(?P<digits>\d{3}[ ]?\d{3}[ ]?\d{3})(?![\w-]|[.,/]\d| \d)")
-TAX_WORDS = re.compile(r"(?i)(?:steuer-?\s?nummer|steuernr\.?|steuer-nr\.?|\bst\.?\s?-?nr\.?|"
-                       r"\bstnr\.?)")
-TAX_NUMBER = re.compile(r"(?<![\w/.-])(?:\d{2,4}/\d{3,4}/\d{4,5}|\d{5}/\d{5}|"
-                        r"\d{2,3}\ \d{3,4}\ \d{4,5}|\d{10,13})(?![\w/-]|[.,]\d)")
+TAX_WORDS = re.compile(r"""(?:
+      steuer-?\s?nummer | steuernr\.? | steuer-nr\.?  # "Steuernummer", "Steuer-Nr."
+    | \bst\.?\s?-?nr\.? | \bstnr\.?                   # "St.-Nr.", "StNr."
+    )""", re.I | re.X)
+TAX_NUMBER = re.compile(r"""
+    (?<![\w/.-])
+    (?: \d{2,4}/\d{3,4}/\d{4,5}                       # "21/815/08150"
+      | \d{5}/\d{5}                                   # "93815/08152"
+      | \d{2,3}\ \d{3,4}\ \d{4,5}                     # "013 815 08153"
+      | \d{10,13} )                                   # "2181508150"
+    (?![\w/-]|[.,]\d)                                 # the whole number
+    """, re.X)
 BIC_WORDS = re.compile(r"(?i)\b(?:bic|swift)(?:[-/ ]?(?:code|bic|swift))?\b")
 # lower case: typed in a chat
 BIC = re.compile(r"(?<![\w-])(?:[A-Z]{4}(?P<country>[A-Z]{2})[A-Z0-9]{2}(?:[A-Z0-9]{3})?"

@@ -67,26 +67,41 @@ FIELD_LABELS = re.compile(r"""(?x)(?<![\w-])(?:
     | Antragsteller(?:in)? | Teilnehmerliste(?:\ [^:\n]{1,30})? | Anwesend | Verteiler | Von | An
     | Cc | CC | Bcc | Gemeldet\ von | Zugewiesen\ an
     | Erstellt\ von | Geändert\ von | Bearbeitet\ von | Protokoll | Unterschrift)\s*:[ \t]*""")
-NAME_COLUMNS = re.compile(r"(?i)^(?:name|vorname|nachname|vor- und nachname|name, vorname|"
-                          r"ansprechpartner(?:in)?|ansprechperson|kontakt(?:person)?|"
-                          r"mitarbeiter(?:in)?|mitarbeitende|person|verantwortlich|"
-                          r"verantwortliche[r]?|zuständig|zuständige[r]?|vertretung|"
-                          r"bearbeiter(?:in)?|sachbearbeiter(?:in)?|teilnehmer(?:in)?|teilnehmende|"
-                          r"empfänger(?:in)?|inhaber(?:in)?|displayname|anzeigename|cn|full ?name|"
-                          r"rufname|familienname)$")
+NAME_COLUMNS = re.compile(r"""^(?:
+      name | vorname | nachname | vor-\ und\ nachname | name,\ vorname    # the name itself
+    | ansprechpartner(?:in)? | ansprechperson | kontakt(?:person)?         # whom to ask
+    | mitarbeiter(?:in)? | mitarbeitende | person                           # who works there
+    | verantwortlich | verantwortliche[r]? | zuständig | zuständige[r]?    # who is in charge
+    | vertretung | bearbeiter(?:in)? | sachbearbeiter(?:in)?               # who does the work
+    | teilnehmer(?:in)? | teilnehmende | empfänger(?:in)? | inhaber(?:in)?  # who takes part, gets
+    | displayname | anzeigename | cn | full\ ?name                         # directory fields
+    | rufname | familienname                                               # more of the name
+    )$""", re.I | re.X)
 # a cell of one word is a name
-SINGLE_WORD_COLUMNS = re.compile(r"(?i)^(?:vor|nach|familien|ruf|geburts|given ?|sur|last ?|"
-                                 r"first ?)name|sn$")
-ROLE_PHRASES = re.compile(r"(?i)(?<![\w-])(?:erstellt von|geändert von|vertreten durch|i\.\s?a\.|"
-                          r"i\.\s?v\.|c/o|geb\.|geborene?|(?:gemeldet|angelegt|beantragt|bestellt|"
-                          r"freigegeben|genehmigt|unterschrieben|abgeholt|geprüft|übergeben|"
-                          r"protokolliert|notiert|protokoll|notiz|gesprächsnotiz|rückruf)"
-                          r"\s+(?:von|durch|mit|an))(?![\w-])")
+SINGLE_WORD_COLUMNS = re.compile(r"""
+      ^(?: vor | nach | familien | ruf | geburts                # "Vorname", "Geburtsname"
+         | given\ ? | sur | last\ ? | first\ ? )name            # "given name", "Surname"
+    | sn$                                                       # a directory's surname: "sn"
+    """, re.I | re.X)
+ROLE_PHRASES = re.compile(r"""
+    (?<![\w-])
+    (?: erstellt\ von | geändert\ von | vertreten\ durch         # "erstellt von"
+      | i\.\s?a\. | i\.\s?v\. | c/o | geb\. | geborene?          # "i. A.", "c/o", "geb."
+      | (?: gemeldet | angelegt | beantragt | bestellt | freigegeben | genehmigt  # done
+          | unterschrieben | abgeholt | geprüft | übergeben                     # by someone
+          | protokolliert | notiert | protokoll | notiz | gesprächsnotiz | rückruf  # noted
+          ) \s+ (?:von|durch|mit|an) )                           # "… von", "… mit"
+    (?![\w-])
+    """, re.I | re.X)
 # "… Vertrieb:"
-ROLE_QUALIFIED = re.compile(r"[ \t]+(?:(?:für|im|in\ der|bei|vor)[ \t]+)?[\w-]+[ \t]*(?P<colon>:)"
-                            r"[ \t]*")
-ROLE_REST = re.compile(r"[ \t]*(?P<colon>[:–-])?[ \t]*,?[ \t]*(?:(?:ist|sind|war|wird|bleibt|"
-                       r"bleiben)[ \t]+)?")
+ROLE_QUALIFIED = re.compile(r"""
+    [ \t]+ (?: (?:für|im|in\ der|bei|vor) [ \t]+ )?              # " für ", " in der "
+    [\w-]+ [ \t]* (?P<colon>:) [ \t]*                            # "Vertrieb: "
+    """, re.X)
+ROLE_REST = re.compile(r"""
+    [ \t]* (?P<colon>[:–-])? [ \t]* ,? [ \t]*                    # ": ", " – ", ", "
+    (?: (?:ist|sind|war|wird|bleibt|bleiben) [ \t]+ )?           # "ist "
+    """, re.X)
 # the name after these may be one word
 SIGNED = ("i.a.", "i.v.", "ppa.", "gez.", "c/o", "geb.", "geboren", "geborene")
 
