@@ -128,9 +128,11 @@ def unit(values):
     return [x / norm for x in values]
 
 
-def test_exact_scan_equals_the_sqlite_scan_to_the_last_bit(tmp_path, pg_server):
+def test_exact_scan_equals_the_sqlite_scan_to_the_last_bit(tmp_path, pg_server, monkeypatch):
     """Clustered vectors (every cosine 0.9–0.97, as from a small model) and exact duplicates: pgvector
     preselects in float32, the rescoring must give the SQLite Python scan's ids and scores exactly."""
+    # the Python scan, also when an earlier test imported numpy (the scan takes numpy then)
+    monkeypatch.setenv("RAG_PURE_PYTHON", "1")
     rnd = random.Random(19)
     dim, n = 48, 1500
     centre = [rnd.gauss(0, 1) for _ in range(dim)]
