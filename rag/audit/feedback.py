@@ -35,7 +35,7 @@ from datetime import datetime, timedelta, timezone
 
 from rag.audit import log as audit
 from rag.store import is_postgres
-from rag.store.vectors import pack
+from rag.store.vectors import floats, pack
 
 SCHEMA = "rag_feedback"  # PostgreSQL: the votes' own schema, next to the index's `rag`
 TABLES = ("""CREATE TABLE IF NOT EXISTS votes (id text PRIMARY KEY, voted_at text NOT NULL,
@@ -293,12 +293,22 @@ def vector_key(model, question):
     return f"vectors:{model}:{audit.sha256(question)}"
 
 
+def encoded(vector):
+    """A vector as it is kept beside the votes: float32, base64. Example: [1.0] -> "AACAPw==" """
+    return base64.b64encode(pack(vector)).decode()
+
+
+def decoded(text):
+    """The vector `encoded` kept. Example: "AACAPw==" -> [1.0]"""
+    return list(floats(base64.b64decode(text)))
+
+
 def keep_vector(db, model, question, vector):
     """Keep the vector of a refused question, made when it was asked, under vector_key: the report
     groups it without embedding it again. The next report drops it when its audit line is gone, as
     every kept vector (gaps.vectors); --forget drops all of them."""
     key = vector_key(model, question)
-    value = json.dumps(base64.b64encode(pack(vector)).decode())
+    value = json.dumps(encoded(vector))
     table = Table(db, create=True)
     try:
         table.write(("DELETE FROM kept WHERE key = ?", (key,)),

@@ -23,7 +23,6 @@ core masked it; with --audit-no-text there is no text, so such a question is cou
 Does not handle: questions asked while the audit log was off, questions in a language the embedder
 does not know, a topic that the threshold splits in two (each half is its own group).
 """
-import base64
 
 from rag import core
 from rag import store
@@ -33,7 +32,6 @@ from rag.audit import feedback
 from rag.privacy import mask as privacy
 from rag.report import clusters
 from rag.search import ranking as search
-from rag.store.vectors import floats, pack
 
 MIN_ASKERS = 3  # a group is shown only with this many different askers: never one person's
 EXAMPLES = 3  # example questions per group
@@ -80,14 +78,14 @@ def vectors(texts, settings, meta, embed=core.embed):
     model = meta.get("embed_model")
     keys = {t: feedback.vector_key(model, t) for t in texts}
     stored = feedback.recall(settings.db, [keys[t] for t in texts if (model, t) not in cache])
-    cache.update(((model, t), list(floats(base64.b64decode(stored[keys[t]]))))
+    cache.update(((model, t), feedback.decoded(stored[keys[t]]))
                  for t in texts if keys[t] in stored)
     new = [t for t in texts if (model, t) not in cache]
     if len(cache) + len(new) > CACHE_MAX:
         cache.clear()
     found = embed(new, settings, meta, "hybrid", {}) if new else []
     cache.update(((model, t), v) for t, v in zip(new, found))
-    packed = {keys[t]: base64.b64encode(pack(v)).decode() for t, v in zip(new, found)}
+    packed = {keys[t]: feedback.encoded(v) for t, v in zip(new, found)}
     try:
         feedback.remember(settings.db, "vectors:", model, packed, only=set(keys.values()))
     except (feedback.FeedbackError, *store.database_errors()):
