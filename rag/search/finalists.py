@@ -32,8 +32,7 @@ widen it to the whole section afterwards: rag/search/ranking.py whole_sections).
 from collections import namedtuple
 
 from rag import tuned
-from rag.search.lexical import covered
-from rag.text import german
+from rag.search.lexical import covered, tokens
 
 DEPTH = tuned.value("finalists.DEPTH")  # sections scored again (rag/tuned.toml says why 20)
 Signals = namedtuple("Signals", "cosine lexical heading fused")
@@ -62,8 +61,7 @@ def signals(candidates, terms, weights, vocab):
     for n, c in enumerate(candidates):
         cosine = 0.0 if c.cosine is None or top is None else c.cosine - top
         lexical = 1.0 / c.ranks["lexical"] if c.ranks.get("lexical") else 0.0
-        tokens = set(german.index_text(c.heading or "", vocab).split())
-        heading = covered(tokens, terms, weights) if terms else 0.0
+        heading = covered(tokens(c.heading or "", vocab), terms, weights) if terms else 0.0
         rows.append(Signals(cosine, lexical, heading, 1.0 / (n + 1)))
     return rows
 

@@ -12,12 +12,15 @@ letters) → or (any word), earlier stages ranked first; within a stage BM25 × 
 
 Does not handle: phrases or word distance, synonyms (rag/search/expand.py asks the model for those).
 """
+import functools
 import math
 
 from rag import tuned
+from rag.text import german
 
 # lexical score = BM25 × coverage ** COVERAGE_POWER (0 = plain BM25)
 COVERAGE_POWER = tuned.value("lexical.COVERAGE_POWER")
+TOKENS_KEPT = 8192  # texts whose search tokens stay in memory (tokens); a number of texts, not tuned
 
 
 def alternatives(term, loose):
@@ -58,6 +61,20 @@ def covered(tokens, terms, weights):
     """
     total = sum(weights) or 1.0
     return sum(w for term, w in zip(terms, weights) if term.found_in(tokens)) / total
+
+
+def tokens(text, vocab):
+    """The set of a text's search tokens (german.index_text), kept per text and vocabulary: the
+    report searches every section, and the same headings and chunks come back for many questions.
+
+    Example: tokens("Quota", vocab) -> frozenset({"quota"})
+    """
+    return kept_tokens(text, vocab if isinstance(vocab, frozenset) else frozenset(vocab))
+
+
+@functools.lru_cache(maxsize=TOKENS_KEPT)
+def kept_tokens(text, vocab):
+    return frozenset(german.index_text(text, vocab).split())
 
 
 def chunk_tokens(index, doc_id):

@@ -11,8 +11,7 @@ the question adding the most is named. Where both say something, the vector's qu
 
 Does not handle: sources past the first EXPLAINED, page words (front matter title, tags).
 """
-from rag.search.lexical import covered
-from rag.text import german
+from rag.search.lexical import covered, tokens
 
 EXPLAINED = 12  # sources looked at, the first ones (the answer reads 4, --explain shows them)
 
@@ -41,10 +40,10 @@ def adding_most(source, questions, terms, weights, vocab):
     Example: chunk "Quota › Die Quota ist 2 GB", terms of "Postfach voll", questions
     ["Postfach voll, was tun?"] -> "Postfach voll, was tun?" (the chunk itself has neither word)
     """
-    own = set(german.index_text(source.heading + "\n" + source.content, vocab).split())
+    own = tokens(source.heading + "\n" + source.content, vocab)
     base, best, question = covered(own, terms, weights), 0.0, None
     for text in questions:
-        gain = covered(own | set(german.index_text(text, vocab).split()), terms, weights) - base
+        gain = covered(own | tokens(text, vocab), terms, weights) - base
         if gain > best + 1e-12:
             best, question = gain, text
     return question

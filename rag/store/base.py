@@ -57,7 +57,7 @@ class Store(Protocol):
     # -- meta, vocabulary, sizes
     def meta(self) -> dict: """Key/value facts about the index (model, dim, thresholds), as text."""
     def write_meta(self, **values) -> None: """Set meta keys, one transaction."""
-    def vocab(self) -> set: """The words compounds are split against."""
+    def vocab(self) -> frozenset: """The words compounds are split against."""
     def has_lexical(self) -> bool: """Is there a lexical index (SQLite without FTS5: no)."""
     def count(self) -> int: """Chunks stored."""
     def lexical_count(self) -> int: """Chunks in the lexical index."""

@@ -155,7 +155,7 @@ class PostgresStore(PostgresLexical, PostgresQuestions):
             [(k, str(v)) for k, v in values.items()])
 
     def vocab(self):
-        return {w for w, in self.conn.execute("SELECT word FROM vocab")}
+        return frozenset(w for w, in self.conn.execute("SELECT word FROM vocab"))
 
     def has_lexical(self):
         return True

@@ -113,8 +113,16 @@ class SQLiteStore(SQLiteLexical, SQLiteQuestions):
         with self.conn:
             write_meta(self.conn, **values)
 
+    kept_vocab = None  # (the file's version, the words): read again after any commit
+
     def vocab(self):
-        return load_vocab(self.conn)
+        """The words, as a frozenset read once per state of the file: a report that searches
+        every section reads it once, not per search."""
+        version = (self.conn.execute("PRAGMA data_version").fetchone()[0],
+                   self.conn.total_changes)
+        if self.kept_vocab is None or self.kept_vocab[0] != version:
+            self.kept_vocab = (version, frozenset(load_vocab(self.conn)))
+        return self.kept_vocab[1]
 
     def has_lexical(self):
         return fts_available(self.conn)
