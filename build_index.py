@@ -17,6 +17,8 @@ Steps, in the order of the post, each one call into rag/ingest/:
               who may read each page (.access files, front matter access:) first (access_rules.py)
   5. ask      with --questions only: a chat model writes questions that each section answers, in
               a reader's words; stored with it and searched beside it (questions.py; off: slow)
+  6. headings each section's title and heading, embedded as a question for the authors' report
+              (ask_rag.py --report: "Schwer zu finden"), kept beside the votes (headings.py)
 
 Incremental: unchanged pages are skipped, a chunk already in the index reuses its vector, and a
 crash leaves every page entirely old or entirely new; the next run finishes the job. Bad input
@@ -33,8 +35,8 @@ from pathlib import Path
 from rag import config
 from rag import store
 from rag.doors import flags
-from rag.ingest import (chunking, embed_chunks, forget, formats, indexing, pages, questions, report,
-                        watch)
+from rag.ingest import (chunking, embed_chunks, forget, formats, headings, indexing, pages,
+                        questions, report, watch)
 from rag.store import users
 
 
@@ -75,6 +77,8 @@ def build(args):
         indexing.refresh_search(index)
         if gone:  # the removed pages' bytes too: FTS5 merged, plain VACUUM (docs/vergessen.md)
             index.scrub(vacuum=False)
+        # 6. each section's own question, embedded for the authors' report (headings.py)
+        headings.attach(index, args)
         report.report(index, written)
         count, dim = index.count(), index.meta().get("dim")
         index.finish(ann=args.ann)

@@ -16,17 +16,19 @@ Steps (not --threshold):
               audit log (rag/audit/feedback.py find) reads half of it on average, then VOTES on the
               newest answers (as a reader votes): rag/doors/ratings.py vote in this process, p50
               and p95 (goal: p50 ≤ 10 ms)
+  2b. build  build_index.py on the unchanged wiki twice: first with the sections' own questions
+              to embed (rag/ingest/headings.py; a fresh build embeds them too), then with nothing
+              to do; the difference is what the report's questions cost the build
   4. report   `ask_rag.py --report --json` as a whole process, twice (goal: ≤ 5 s on 2 cores): the
-              first searches every section for "hard to find", the second reads that back (kept
-              beside the votes until the index changes); then in this process step by step
-              (reading the log, embedding and grouping the refused questions, the nearest pages,
-              searching every section); the grouping also in pure Python (RAG_PURE_PYTHON=1) when
-              numpy is installed
+              first searches every section for "hard to find" with the questions' vectors the build
+              made, the second reads the result back (kept beside the votes until the index
+              changes); then in this process step by step (reading the log, embedding and
+              grouping the refused questions, the nearest pages, searching every section, and
+              that again with no vectors kept); the grouping also in pure Python
+              (RAG_PURE_PYTHON=1) when numpy is installed
 
---threshold embeds TOPICS (six topics the sample wiki does not answer, five wordings each) with the
-real model and groups them at thresholds 0.80 … 0.96: pair precision, recall and F1 against the
-topics. The best F1 (ties: the higher threshold) is the one to write into rag/tuned.toml
-(clusters.THRESHOLDS).
+--threshold: the cosine threshold of the grouping, with the real model (bench/feedback_threshold.py
+says how).
 
 Does not handle: PostgreSQL votes (tests/test_feedback.py covers the store; the vote's cost there is
 one round trip more), the first report's embedding with a warm embedding server (--serve).
@@ -40,9 +42,9 @@ import shutil
 import sys
 import tempfile
 import time
-from pathlib import Path
 
 import common
+import feedback_threshold
 from common import ROOT
 
 from rag import config, core, store  # noqa: E402  (common puts ROOT on sys.path)
@@ -51,6 +53,7 @@ from rag.answer.prompt import NO_INFO
 from rag.audit import feedback
 from rag.doors import common as doors
 from rag.doors import ratings
+from rag.ingest import headings
 from rag.report import build, clusters, gaps, hard
 from rag.store.access import Reader
 
@@ -63,38 +66,6 @@ DIM = 384  # the fake embedder's dimensions (e5-small's)
 SEED = 45
 SECRET = "bench-geheimnis"  # RAG_AUDIT_SECRET of the synthetic pseudonyms
 GOAL_VOTE_MS, GOAL_REPORT_S = 10, 5
-TOPICS = {  # questions the sample wiki does not answer, five wordings per topic
-    "vpn-mac": ["Wie richte ich das VPN auf meinem MacBook ein?",
-                "Gibt es einen VPN-Client für macOS?",
-                "Das VPN verbindet sich unter macOS nicht, was tun?",
-                "Wie bekomme ich das Firmen-VPN auf das iPad?",
-                "VPN auf dem Mac installieren"],
-    "kantine": ["Was gibt es heute in der Kantine?",
-                "Bis wann hat die Kantine geöffnet?",
-                "Wie lade ich Guthaben auf meine Kantinenkarte?",
-                "Gibt es in der Kantine vegane Gerichte?",
-                "Wo finde ich den Speiseplan der Kantine?"],
-    "parken": ["Wo darf ich auf dem Firmengelände parken?",
-               "Wie beantrage ich einen Parkplatz in der Tiefgarage?",
-               "Gibt es Ladesäulen für Elektroautos auf dem Parkplatz?",
-               "Kostet der Mitarbeiterparkplatz etwas?",
-               "Wo parken Besucher?"],
-    "reise": ["Wie rechne ich eine Dienstreise ab?",
-              "Welche Hotelkosten werden bei Dienstreisen erstattet?",
-              "Wie hoch ist die Verpflegungspauschale?",
-              "Wer genehmigt meine Dienstreise?",
-              "Darf ich für die Dienstreise die Bahn erste Klasse buchen?"],
-    "gehalt": ["Wann wird das Gehalt überwiesen?",
-               "Wo finde ich meine Lohnabrechnung?",
-               "Wie ändere ich meine Bankverbindung für das Gehalt?",
-               "Wann gibt es das Weihnachtsgeld?",
-               "Wie beantrage ich eine Gehaltserhöhung?"],
-    "feier": ["Wann ist die Weihnachtsfeier?",
-              "Wer organisiert den Betriebsausflug?",
-              "Darf ich zur Sommerfeier jemanden mitbringen?",
-              "Gibt es dieses Jahr ein Firmenfest?",
-              "Wo findet der Betriebsausflug statt?"],
-}
 OPENINGS = ["", "Kurze Frage: ", "Hallo, ", "Weiß jemand: ", "Frage: ", "Moin, ", "Hilfe: "]
 ENDINGS = ["", " Danke!", " (dringend)", " Gruß", " – bitte kurz", " Danke im Voraus."]
 
@@ -102,7 +73,7 @@ ENDINGS = ["", " Danke!", " (dringend)", " Gruß", " – bitte kurz", " Danke im
 # -- the synthetic audit log --------------------------------------------------------------------
 def questions(distinct, rnd):
     """`distinct` different question texts: the TOPICS' wordings with openings and endings."""
-    texts = sorted({o + q + e for q in sum(TOPICS.values(), []) for o in OPENINGS for e in ENDINGS})
+    texts = sorted({o + q + e for q in sum(feedback_threshold.TOPICS.values(), []) for o in OPENINGS for e in ENDINGS})
     return sorted(rnd.sample(texts, min(distinct, len(texts))))
 
 
@@ -171,11 +142,14 @@ def percentile(values, share):
 
 def report_steps(settings, wiki):
     """Seconds of each step of build.build, in this process, with nothing kept (in memory or
-    beside the votes): as the first report after the index changed."""
+    beside the votes) but what build_index.py keeps: as the first report after the index
+    changed. hard_to_find_embedding_s: the same search when no build made the sections' questions
+    (rag/ingest/headings.py), as before --forget's next build."""
     gaps.cache.clear()
     hard.kept.clear()
     table = feedback.Table(settings.db)
-    table.write(("DELETE FROM kept", ()))
+    table.write(("DELETE FROM kept WHERE key NOT LIKE ?", (headings.KIND + "%",)))
+    made = table.rows("SELECT key, state, value FROM kept WHERE key LIKE ?", (headings.KIND + "%",))
     table.close()
     path = settings.audit
     steps = {}
@@ -193,6 +167,13 @@ def report_steps(settings, wiki):
         steps["gaps_s"], _ = common.timed(gaps.gaps, refused, settings, meta, index)
         steps["hard_to_find_s"], _ = common.timed(hard.measure, index, settings, meta,
                                                   hard.heading_questions)  # not kept: searched
+        table = feedback.Table(settings.db)
+        table.write(("DELETE FROM kept", ()))
+        steps["hard_to_find_embedding_s"], _ = common.timed(hard.measure, index, settings, meta,
+                                                            hard.heading_questions)
+        table.write(("DELETE FROM kept", ()), *[("INSERT INTO kept VALUES (?, ?, ?)", row)
+                                                 for row in made])  # as the build left them
+        table.close()
     finally:
         index.close()
     steps["whole_s"], report = common.timed(build.build, settings, wiki)
@@ -203,6 +184,18 @@ def report_steps(settings, wiki):
     return {**{k: round(v, 3) for k, v in steps.items()}, "answers": answers,
             "refused": len(refusals), "distinct": len(texts), "groups": len(found),
             "shown": len(report["gaps"]), "sections": report["sections"]}
+
+
+def build_share(env, db):
+    """What the report's sections' questions cost build_index.py (rag/ingest/headings.py): a run
+    that changes nothing but has to make them, then one that changes nothing at all."""
+    table = feedback.Table(db, create=True)
+    table.write(("DELETE FROM kept WHERE key LIKE ?", (headings.KIND + "%",)))
+    table.close()
+    cmd = [sys.executable, str(ROOT / "build_index.py"), "--quiet"]
+    making, nothing = (common.measure(cmd, env=env) for _ in range(2))
+    return {"build_making_questions_s": round(making.seconds, 2),
+            "build_unchanged_s": round(nothing.seconds, 2)}
 
 
 def sections_of(db):
@@ -230,6 +223,7 @@ def measure(args, tmp):
         shutil.copyfile(args.db, db)
     else:
         common.build_quietly(env)
+    built = build_share(env, db)
     answered = audit_log(log, sections_of(db), args, rnd)
     settings = core.Settings(db=db, model=model, embedding_bin=binary, audit=log)
     print("  Vektoren der abgelehnten Fragen, wie beim Fragen behalten …", file=sys.stderr,
@@ -254,55 +248,7 @@ def measure(args, tmp):
             "vote_recent_p50_ms": round(percentile(recent, 0.5), 2), "votes": len(times),
             "log_mb": round(os.path.getsize(log) / common.MB, 1),
             "report_cli_s": round(cli.seconds, 2), "report_cli_again_s": round(again.seconds, 2),
-            "report_cli_peak_mb": round(cli.peak_mb, 1), **steps}
-
-
-# -- the threshold -----------------------------------------------------------------------------
-def pair_scores(found, labels):
-    """Pair precision, recall, F1 of a grouping against topic labels.
-
-    Example: groups [[0, 1], [2]] with labels a, a, b -> (1.0, 1.0, 1.0)
-    """
-    same_group = {(i, j) for g in found for i in g for j in g if i < j}
-    same_topic = {(i, j) for i in range(len(labels)) for j in range(i + 1, len(labels))
-                  if labels[i] == labels[j]}
-    hits = len(same_group & same_topic)
-    precision = hits / len(same_group) if same_group else 1.0
-    recall = hits / len(same_topic) if same_topic else 1.0
-    return precision, recall, 2 * precision * recall / ((precision + recall) or 1)
-
-
-def threshold_rows(tmp, db=None):
-    """Embed TOPICS with the real model (an index of wiki/ for its query prefix; built here unless
-    `db` names one), group them at each threshold."""
-    binary, model = config.default_embedding_bin(), config.default_model()
-    common.require((binary, "llama-embedding"), (model, "Modell"))
-    if db is None:
-        db = os.path.join(tmp, "knowledge.db")
-        common.build_quietly({**os.environ, "LLAMA_EMBEDDING": binary, "RAG_EMBED_MODEL": model,
-                              "RAG_WIKI": str(ROOT / "wiki"), "RAG_DB": db})
-    settings = core.Settings(db=db, model=model, embedding_bin=binary)
-    index, meta, _ = core.open_index(settings)
-    index.close()
-    texts = [q for qs in TOPICS.values() for q in qs]
-    labels = [t for t, qs in TOPICS.items() for _ in qs]
-    vecs = core.embed(texts, settings, meta, "hybrid", {})
-    sims = clusters.similarities(vecs)
-    pairs = [(i, j) for i in range(len(texts)) for j in range(i + 1, len(texts))]
-    inside = [sims[i][j] for i, j in pairs if labels[i] == labels[j]]
-    across = [sims[i][j] for i, j in pairs if labels[i] != labels[j]]
-    rows = []
-    for step in range(80, 97):
-        found = clusters.groups(vecs, step / 100)
-        precision, recall, f1 = pair_scores(found, labels)
-        rows.append({"threshold": step / 100, "groups": len(found),
-                     "precision": round(precision, 3), "recall": round(recall, 3),
-                     "f1": round(f1, 3)})
-    stats = {"model": meta.get("embed_model"), "questions": len(texts), "topics": len(TOPICS),
-             "cosine_same_topic_median": round(common.median(inside), 3),
-             "cosine_other_topic_median": round(common.median(across), 3),
-             "cosine_other_topic_max": round(max(across), 3)}
-    return rows, stats
+            "report_cli_peak_mb": round(cli.peak_mb, 1), **built, **steps}
 
 
 def main():
@@ -328,7 +274,7 @@ def main():
     info = common.machine()
     with tempfile.TemporaryDirectory(prefix="rag-bench-feedback-") as tmp:
         if args.threshold:
-            return emit_threshold(args, info, *threshold_rows(tmp, args.db))
+            return feedback_threshold.emit(args, info, *feedback_threshold.thresholds(tmp, args.db))
         results = measure(args, tmp)
     info["loadavg_end"] = common.loadavg()
     emit_results(args, info, results)
@@ -354,23 +300,6 @@ def emit_results(args, info, results):
                                        f"{results['report_cli_s']} s als ganzer Prozess, der erste "
                                        f"nach dem Bau des Index; der zweite "
                                        f"{results['report_cli_again_s']} s")])
-    common.emit(args, report, text)
-
-
-def emit_threshold(args, info, rows, stats):
-    best = max(rows, key=lambda r: (r["f1"], r["threshold"]))
-    report = {"benchmark": "feedback-threshold", "command": common.command_line(), "machine": info,
-              "stats": stats, "results": rows, "best": best}
-    cols = [("threshold", "Schwelle"), ("groups", "Gruppen"), ("precision", "Präzision (Paare)"),
-            ("recall", "Recall (Paare)"), ("f1", "F1")]
-    text = "\n".join([common.header(f"Schwelle der Gruppierung: {stats['questions']} Fragen, "
-                                    f"{stats['topics']} Themen, {stats['model']}", info),
-                      f"Befehl: {report['command']}",
-                      f"Kosinus im selben Thema (Median) {stats['cosine_same_topic_median']}, "
-                      f"zwischen Themen (Median) {stats['cosine_other_topic_median']}, "
-                      f"höchstens {stats['cosine_other_topic_max']}", "",
-                      common.table(cols, rows), "",
-                      f"Beste Schwelle (F1, bei Gleichstand die höhere): {best['threshold']}"])
     common.emit(args, report, text)
 
 

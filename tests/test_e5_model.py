@@ -167,7 +167,9 @@ def test_index_embeds_passage_prefix_but_stores_plain_content(e5_named):
     result = run_script("build_index.py", "--embed-via", "binary", env=env)
     assert result.returncode == 0, result.stderr
     sent = logged(prompts)
-    assert sent and all(p.startswith("passage: ") for p in sent)
+    chunks = [p for p in sent if "\n\n" in p]  # the sections' own questions: one line each
+    assert chunks and all(p.startswith("passage: ") for p in chunks)
+    assert set(sent) - set(chunks) and all(p.startswith("query: ") for p in set(sent) - set(chunks))
     conn = sqlite3.connect(env["RAG_DB"])
     meta = dict(conn.execute("SELECT key, value FROM meta"))
     assert (meta["query_prefix"], meta["passage_prefix"]) == ("query: ", "passage: ")

@@ -212,6 +212,38 @@ def test_hard_to_find_takes_any_questions_and_sees_the_readers_pages(tmp_path, f
     assert report["sections"] == 10  # the personal page is not looked at for tom
 
 
+@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
+def test_the_build_embeds_each_sections_question_and_the_report_none(tmp_path, fake_embedding,
+                                                                     pg_server, kind):
+    from stores import Stores
+    wiki = write_wiki(tmp_path / "wiki", WIKI)
+    env = {**fake_embedding, "RAG_DB": Stores(kind, tmp_path, pg_server).new(f"fragen_{kind}")}
+    ok(run_script("build_index.py", "--wiki", wiki, env=env))
+    settings = settings_for(env, tmp_path / "audit.jsonl")
+    kept = ("SELECT key, value FROM kept WHERE key LIKE ?", ("headings:%",))
+
+    def refused(*args):
+        raise AssertionError("the report embedded a section's question")
+    index, meta, _ = core.open_index(settings)
+    try:
+        asked = {q for s in hard.sections(index) for q in hard.heading_questions(*s)}
+        found = hard.measure(index, settings, meta, hard.heading_questions, embed=refused)
+        rows = feedback.Table(env["RAG_DB"]).rows(*kept)
+        feedback.Table(env["RAG_DB"]).write(("DELETE FROM kept", ()))
+        assert hard.measure(index, settings, meta, hard.heading_questions) == found  # embedded
+    finally:
+        index.close()
+    assert len(rows) == len(asked) == 5 and found[0] == [] and found[1] >= 5
+    assert not any(q in json.dumps(rows, ensure_ascii=False) for q in asked)  # hashes, no text
+    (wiki / "drucker.md").write_text("# Drucker im Flur\n\nDer Drucker heißt PR-204.\n",
+                                     encoding="utf-8")
+    ok(run_script("build_index.py", "--wiki", wiki, env=env))
+    keys = {k for k, _ in feedback.Table(env["RAG_DB"]).rows(*kept)}
+    model = meta.get("embed_model")
+    assert len(keys) == 5 and hard.headings.key(model, "Drucker im Flur") in keys
+    assert hard.headings.key(model, "Drucker") not in keys  # the old heading's question went
+
+
 def test_both_stores_give_the_same_report(tmp_path, fake_embedding, pg_server):
     from stores import Stores
     wiki = write_wiki(tmp_path / "wiki", WIKI)

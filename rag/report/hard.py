@@ -12,15 +12,16 @@ most MAX_PER_FILE sources per page); the section counts as found when one of its
 the first TOP. A section found by fewer than half its questions is listed: its heading does not
 say, in the wiki's words, what it is about, or other sections say it louder. No language model
 is needed; generated questions per section (a model writes what a reader would ask) would plug
-in as another `questions_of`.
+in as another `questions_of`. The questions' vectors are made when the index is built
+(rag/ingest/headings.py), so the report embeds only what a build has not seen.
 
 Rights: it runs on the reader's own store (rag/store/access.py), so a hidden page neither shows
 nor pushes a visible section down. The result is kept per index state and reader's groups: in
 memory (--serve) and beside the votes (rag/audit/feedback.py; build_index.py --forget drops it),
 so only the first report after a change of the index searches every section.
 
-Does not handle: sections without a heading (nothing to ask), more than MAX_SECTIONS sections
-(the first by path are looked at; the report says how many).
+Does not handle: sections without a heading (nothing to ask), more than headings.MAX_SECTIONS
+sections (the first by path are looked at; the report says how many).
 """
 import hashlib
 import json
@@ -28,31 +29,13 @@ import json
 from rag import core
 from rag import store
 from rag.audit import feedback
+from rag.ingest.headings import heading_questions, sections  # noqa: F401 (hard.heading_questions)
+from rag.ingest import headings
 from rag.search import ranking as search
 
 TOP = 5  # a section must be among the first TOP results of its own question
-MAX_SECTIONS = 2000  # sections looked at, at most (the first by path), so the report stays quick
 
 kept = {}  # (index state, reader's groups, questions_of) -> result, while the process runs
-
-
-def heading_questions(path, heading):
-    """The title and the section's own heading.
-
-    Example: "Quota › Sonderwerte" -> ["Quota Sonderwerte"]; "Quota" -> ["Quota"];
-             "A › B › C" -> ["A C"]
-    """
-    parts = [p.strip() for p in heading.split("›") if p.strip()]
-    if not parts:
-        return []
-    return [" ".join(dict.fromkeys([parts[0], parts[-1]]))]
-
-
-def sections(index):
-    """[(path, heading)] of the sections the store shows this reader, in path and chunk order."""
-    ids = [doc_id for doc_id, _, _ in index.texts()]
-    rows = sorted(index.sources(ids).values(), key=lambda r: (r.path, r.chunk_index))
-    return list(dict.fromkeys((r.path, r.heading) for r in rows if r.heading))[:MAX_SECTIONS]
 
 
 def state(index, meta):
@@ -89,7 +72,12 @@ def measure(index, settings, meta, questions_of, embed=core.embed):
     found = sections(index)
     asked = [(section, q) for section in found for q in questions_of(*section)]
     mode = settings.mode if index.has_lexical() else "vector"
-    vecs = embed([q for _, q in asked], settings, meta, mode, {}) if asked else []
+    texts = [q for _, q in asked]
+    if mode == "lexical" or not asked:
+        vecs = [None] * len(texts)
+    else:  # made by build_index.py (rag/ingest/headings.py); what is new is embedded here
+        vecs = headings.vectors(settings.db, meta.get("embed_model"), texts,
+                                lambda new: embed(new, settings, meta, mode, {}))
     weight, _, _ = search.index_settings(meta, settings.vector_weight)
     hits, counts = {}, {}
     for (section, question), vec in zip(asked, vecs):
