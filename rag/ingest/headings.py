@@ -18,6 +18,7 @@ the report kept, and the next build makes them again.
 Does not handle: sections without a heading (nothing to ask); more than MAX_SECTIONS sections (the
 first by path, as the report looks at).
 """
+import argparse
 import sys
 
 from rag import store
@@ -92,8 +93,8 @@ def attach(index, args):
     prefix = embed_binary.stored_query_prefix(meta, model or "")
     have = kept(args.db, model, asked)
     new = [q for q in asked if q not in have]
-    made = {}
-    for start, batch in embed_chunks.embed_all([prefix + q for q in new], args) if new else ():
+    made, quiet = {}, argparse.Namespace(**{**vars(args), "quiet": True})  # no second start line
+    for start, batch in embed_chunks.embed_all([prefix + q for q in new], quiet) if new else ():
         made.update(zip(new[start:start + len(batch)], batch))
     try:
         keep(args.db, model, made, only=asked)
