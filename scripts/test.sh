@@ -5,4 +5,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 python3 -m pip install -q --disable-pip-version-check -r requirements-dev.txt
 python3 scripts/setup_llama.py
-python3 -m pytest -q "$@"
+# two workers (pytest-xdist), each taking whole files, so a file's shared fixtures are built once;
+# RAG_TEST_WORKERS=0 runs everything in this one process
+python3 -m pytest -q -n "${RAG_TEST_WORKERS:-2}" --dist loadfile "$@"
