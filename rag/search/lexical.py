@@ -20,7 +20,7 @@ from rag.text import german
 
 # lexical score = BM25 × coverage ** COVERAGE_POWER (0 = plain BM25)
 COVERAGE_POWER = tuned.value("lexical.COVERAGE_POWER")
-TOKENS_KEPT = 8192  # texts whose search tokens stay in memory (tokens); a number of texts, not tuned
+TOKENS_KEPT = 8192  # texts whose search tokens stay in memory (tokens); a size, not tuned
 
 
 def alternatives(term, loose):
