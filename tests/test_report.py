@@ -206,6 +206,8 @@ def test_hard_to_find_takes_any_questions_and_sees_the_readers_pages(tmp_path, f
     assert hard.heading_questions("a.md", "Mail › Quota › Sonderwerte") == ["Mail Sonderwerte"]
     assert hard.heading_questions("a.md", "Drucker") == ["Drucker"]
     assert hard.heading_questions("a.md", "") == []
+    assert hard.heading_questions("t.xlsx", "t.xlsx › Telefon › Zeile 17") == []  # a row, no heading
+    assert hard.heading_questions("t.md", "T › Zeile 17") == ["T Zeile 17"]
     reader = store.access.Reader("tom", ("it",))
     report = build.build(settings_for(fake_embedding, tmp_path / "audit.jsonl", reader), wiki,
                          reader=reader)

@@ -15,8 +15,8 @@ exactly the questions of the sections still there (a changed heading embeds one 
 page takes its questions along); `build_index.py --forget` drops all of them with everything else
 the report kept, and the next build makes them again.
 
-Does not handle: sections without a heading (nothing to ask); more than MAX_SECTIONS sections (the
-first by path, as the report looks at).
+Does not handle: sections without a heading (nothing to ask) and spreadsheet rows (their heading is a
+row number); more than MAX_SECTIONS sections (the first by path, as the report looks at).
 """
 import argparse
 import sys
@@ -25,6 +25,7 @@ from rag import store
 from rag.audit import feedback
 from rag.audit import log as audit
 from rag.ingest import embed_chunks
+from rag.ingest.formats import base
 from rag.models import embed_binary
 
 MAX_SECTIONS = 2000  # sections the report looks at, at most (the first by path), so it stays quick
@@ -32,22 +33,25 @@ KIND = "headings:"  # their keys beside the votes
 
 
 def heading_questions(path, heading):
-    """The title and the section's own heading.
+    """The title and the section's own heading; none for a spreadsheet row, whose heading is its
+    number (a reader finds a row by its cells, not by "Zeile 17").
 
     Example: "Quota › Sonderwerte" -> ["Quota Sonderwerte"]; "Quota" -> ["Quota"];
-             "A › B › C" -> ["A C"]
+             "A › B › C" -> ["A C"]; "t.xlsx › Telefon › Zeile 17" -> []
     """
     parts = [p.strip() for p in heading.split("›") if p.strip()]
-    if not parts:
+    if not parts or base.is_row(path, parts[-1]):
         return []
     return [" ".join(dict.fromkeys([parts[0], parts[-1]]))]
 
 
 def sections(index):
-    """[(path, heading)] of the sections the store shows this reader, in path and chunk order."""
+    """[(path, heading)] of the sections the store shows this reader that have a question, in path
+    and chunk order, the first MAX_SECTIONS."""
     ids = [doc_id for doc_id, _, _ in index.texts()]
     rows = sorted(index.sources(ids).values(), key=lambda r: (r.path, r.chunk_index))
-    return list(dict.fromkeys((r.path, r.heading) for r in rows if r.heading))[:MAX_SECTIONS]
+    found = dict.fromkeys((r.path, r.heading) for r in rows if r.heading)
+    return [s for s in found if heading_questions(*s)][:MAX_SECTIONS]
 
 
 def key(model, question):

@@ -147,6 +147,16 @@ def column_letters(index):
     return letters
 
 
+ROW = "Zeile"  # a spreadsheet row's own heading: "Zeile 17" (sheet_blocks)
+SHEETS = (".xlsx", ".ods")  # the files whose sheets sheet_blocks writes
+
+
+def is_row(path, heading):
+    """Is this the heading sheet_blocks gives a spreadsheet row?
+    Example: ("t.xlsx", "Zeile 17") -> True; ("t.md", "Zeile 17") -> False"""
+    return path.lower().endswith(SHEETS) and re.fullmatch(ROW + r" \d+", heading) is not None
+
+
 def sheet_blocks(sheet, rows):
     """A sheet's Markdown blocks: "## sheet", then one "### Zeile N" section per row under the
     header row.
@@ -164,5 +174,5 @@ def sheet_blocks(sheet, rows):
             headers = [" ".join(str(c).split()) for c in cells]
             blocks.append(protect("Spalten: " + " | ".join(h for h in headers if h)))
             continue
-        blocks.extend([f"### Zeile {number}", protect(row_unit(headers, cells))])
+        blocks.extend([f"### {ROW} {number}", protect(row_unit(headers, cells))])
     return blocks
