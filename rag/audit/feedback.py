@@ -285,12 +285,13 @@ def remember(db, kind, state, values, only=None):
         table.close()
 
 
-def vector_key(model, question):
-    """Where a question's vector is kept for the report (rag/report/gaps.py vectors).
+def vector_key(model, question, kind="vectors:"):
+    """Where a question's vector is kept for the report (rag/report/gaps.py vectors; the sections'
+    own questions under kind "headings:", rag/ingest/headings.py).
 
     Example: ("e5.gguf", "Kantine?") -> "vectors:e5.gguf:" + sha256 of "Kantine?"
     """
-    return f"vectors:{model}:{audit.sha256(question)}"
+    return f"{kind}{model}:{audit.sha256(question)}"
 
 
 def encoded(vector):

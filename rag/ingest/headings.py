@@ -23,7 +23,6 @@ import sys
 
 from rag import store
 from rag.audit import feedback
-from rag.audit import log as audit
 from rag.ingest import embed_chunks
 from rag.ingest.formats import base
 from rag.models import embed_binary
@@ -56,7 +55,7 @@ def sections(index):
 
 def key(model, question):
     """Example: ("e5.gguf", "Quota") -> "headings:e5.gguf:" + SHA-256 of "Quota" """
-    return f"{KIND}{model}:{audit.sha256(question)}"
+    return feedback.vector_key(model, question, KIND)
 
 
 def kept(db, model, questions):

@@ -29,8 +29,8 @@ import json
 from rag import core
 from rag import store
 from rag.audit import feedback
-from rag.ingest.headings import heading_questions, sections  # noqa: F401 (hard.heading_questions)
 from rag.ingest import headings
+from rag.ingest.headings import heading_questions, sections  # noqa: F401 (hard.heading_questions)
 from rag.search import ranking as search
 
 TOP = 5  # a section must be among the first TOP results of its own question
