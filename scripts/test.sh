@@ -6,5 +6,6 @@ cd "$(dirname "$0")/.."
 python3 -m pip install -q --disable-pip-version-check -r requirements-dev.txt
 python3 scripts/setup_llama.py
 # two workers (pytest-xdist), each taking whole files, so a file's shared fixtures are built once;
-# RAG_TEST_WORKERS=0 runs everything in this one process
-python3 -m pytest -q -n "${RAG_TEST_WORKERS:-2}" --dist loadfile "$@"
+# the slowest files first (tests/conftest.py FIRST), so both end together; RAG_TEST_WORKERS=0 runs
+# everything in this one process
+python3 -m pytest -q -n "${RAG_TEST_WORKERS:-2}" --dist loadfile --no-loadscope-reorder "$@"

@@ -29,6 +29,36 @@ from rag.ingest.formats.pdf import PDF_INSTALL  # noqa: E402
 
 FAKE_AXES = ["mailbox", "vpn", "drucker", "passwort"]
 
+def pytest_configure():
+    """Several workers (scripts/test.sh runs two) share the cores: each llama.cpp process the tests
+    start gets its share (LLAMA_ARG_THREADS; llama.cpp's default is a thread per core), so that the
+    spinning thread pools of two processes do not wait on each other. Two runs of
+    `bench/expand_cost.py --questions 1 --pairs 1 --pages 3 --max-tokens 1` side by side on 2 cores:
+    95 s with the default, 59 s with one thread each. A value the caller set wins."""
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT") or 0)
+    if workers > 1 and "LLAMA_ARG_THREADS" not in os.environ:
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+        os.environ["LLAMA_ARG_THREADS"] = str(max(1, (cores or 1) // workers))
+
+
+# The files that take longest (real models, servers, a browser, PostgreSQL), slowest first, in
+# seconds of one run in two workers (`bash scripts/test.sh --junitxml=…`, summed per file):
+# office 197, bench_smoke 182, build_index 155, access 120, formats 114, real_demo 112, real_e2e 110,
+# browser 109, ask_rag 90, forget 84, real_access 69, leak_test 66, server_auth 63. scripts/test.sh
+# hands whole files to the workers in collection order (--no-loadscope-reorder), so these go out
+# first and the two workers end together; the rest follow in their usual order.
+FIRST = ["test_office.py", "test_bench_smoke.py", "test_build_index.py", "test_access.py",
+         "test_formats.py", "test_real_demo.py", "test_real_e2e.py", "test_browser.py",
+         "test_ask_rag.py", "test_forget.py", "test_real_access.py", "test_leak_test.py",
+         "test_server_auth.py"]
+
+
+def pytest_collection_modifyitems(items):
+    """The FIRST files' tests first, in FIRST's order; every other test keeps its place after them."""
+    place = {name: n for n, name in enumerate(FIRST)}
+    items.sort(key=lambda item: place.get(item.path.name, len(FIRST)))
+
+
 FAKE_EMBEDDING = textwrap.dedent('''\
     #!{python}
     """Fake llama-embedding: keyword-count vectors, in llama-embedding's JSON format.
