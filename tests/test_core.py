@@ -482,6 +482,10 @@ def test_a_model_stuck_in_a_loop_is_cut_after_three_repeats_and_kept_once(settin
     (["Die Quota ist 2 GB [Quelle 1]."], "Die Quota ist 2 GB [1]."),
     (["Die Quota ist 2 GB [1].", " [ENDE QUELLE [1]]"], "Die Quota ist 2 GB [1]."),  # its delimiter
     (["Die Quota ist 2 GB [1]. [Ende", " Quelle 1]"], "Die Quota ist 2 GB [1]."),
+    # the fact task's words copied after the answer; its number, where the answer cites nothing
+    (["Die Quota ist 2 GB [1].", " Nummer der Quelle: [1]"], "Die Quota ist 2 GB [1]."),
+    (["Die Quota ist 2 GB. Die Nummer der", " Quelle ist [1]."], "Die Quota ist 2 GB [1]."),
+    (["Die Quota ist 2 GB [1]. Dies ist die Nummer der Quelle [1]."], "Die Quota ist 2 GB [1]."),
 ])
 def test_an_answer_that_says_something_and_then_refuses_keeps_what_it_said(settings, said, shown):
     settings.no_floor = True

@@ -71,13 +71,19 @@ ALT = re.compile(r"""\balt\s*=\s*(?:"([^"]*)"|'([^']*)')""", re.I)
 LABELLED = re.compile(r"\[\s*(?:quelle|source)\s*\[?\s*(\d+)\s*\]?\s*\]", re.I)
 CLOSING = re.compile(  # CLOSE as the model copies it: "[ENDE QUELLE [1]]", "<<<ENDE QUELLE [1]>>>"
     r"[ \t]*(?:<<<|\[)\s*ENDE\s+(?:DER\s+)?QUELLE\s*\[?\s*\d+\s*\]?\s*(?:>>>|\])", re.I)
+# TASKS["fact"] as a small model copies it, as the answer's last sentence: "… [3]. Nummer der
+# Quelle: [2]", "… Die Nummer der Quelle ist [2].", "… Dies ist die Nummer der Quelle [1]."
+ECHOED = re.compile(r"(?:^|(?<=[.!?:\]`\n]))\s*(?:dies\s+ist\s+)?(?:die\s+)?nummer\s+der\s+quelle"
+                    r"(?:\s+ist)?\s*:?\s*\[(\d+)\]\s*\.?\s*$", re.I)
+CITED = re.compile(r"\[\d+\]")
 
 
 def cleaned(answer):
     """The model's answer as every door keeps it: without a trailing refusal
     (without_trailing_refusal), without the follow-up note of the question it read, which a small
     model sometimes copies (followups.unmarked), without a closing source delimiter it copied
-    ("[ENDE QUELLE [1]]", CLOSING), and with a citation it wrote as "[Quelle [2]]" or "[QUELLE 2]"
+    ("[ENDE QUELLE [1]]", CLOSING), without the instruction it copied after its answer
+    (without_echoed_instruction), and with a citation it wrote as "[Quelle [2]]" or "[QUELLE 2]"
     in the form "[2]" (LABELLED).
 
     Example: "Host `lizenzen.i-doit.com` [2]. (Folgefrage zu: „Wie aktiviere ich 2FA?“)"
@@ -87,7 +93,26 @@ def cleaned(answer):
     if not answer:
         return answer
     text = CLOSING.sub("", followups.unmarked(answer))
-    return without_trailing_refusal(LABELLED.sub(r"[\1]", text))
+    return without_trailing_refusal(without_echoed_instruction(LABELLED.sub(r"[\1]", text)))
+
+
+def without_echoed_instruction(answer):
+    """The answer without "Nummer der Quelle: [2]" at its end, the fact task's words copied after
+    the answer (seen on the page: "… 636 (ldaps) [3]. Nummer der Quelle: [2]"). Cited already: the
+    copied words go; else their number becomes the citation at the end of the sentence. A bare
+    "Die Nummer der Quelle ist [1]." stays: it says nothing (rag/check/echo.py replaces it).
+
+    Example: "Port 636 [3]. Nummer der Quelle: [2]" -> "Port 636 [3]."
+             "Port 636. Nummer der Quelle: [2]" -> "Port 636 [2]."
+    """
+    found = ECHOED.search(answer)
+    before = answer[:found.start()].rstrip() if found else ""
+    if not before:
+        return answer
+    if CITED.search(before):
+        return before
+    end = "." if before.endswith(".") else ""
+    return f"{before[:len(before) - len(end)]} [{found.group(1)}]{end}"
 
 
 def without_trailing_refusal(answer):
