@@ -43,10 +43,10 @@ def pytest_configure():
 
 # The files that take longest (real models, servers, a browser, PostgreSQL), slowest first, in
 # seconds of one run in two workers (`bash scripts/test.sh --junitxml=…`, summed per file):
-# office 197, bench_smoke 182, build_index 155, access 120, formats 114, real_demo 112, real_e2e 110,
-# browser 109, ask_rag 90, forget 84, real_access 69, leak_test 66, server_auth 63. scripts/test.sh
-# hands whole files to the workers in collection order (--no-loadscope-reorder), so these go out
-# first and the two workers end together; the rest follow in their usual order.
+# office 197, bench_smoke 182, build_index 155, access 120, formats 114, real_demo 112,
+# real_e2e 110, browser 109, ask_rag 90, forget 84, real_access 69, leak_test 66, server_auth 63.
+# scripts/test.sh hands whole files to the workers in collection order (--no-loadscope-reorder),
+# so these go out first and the two workers end together; the rest follow in their usual order.
 FIRST = ["test_office.py", "test_bench_smoke.py", "test_build_index.py", "test_access.py",
          "test_formats.py", "test_real_demo.py", "test_real_e2e.py", "test_browser.py",
          "test_ask_rag.py", "test_forget.py", "test_real_access.py", "test_leak_test.py",
@@ -54,7 +54,8 @@ FIRST = ["test_office.py", "test_bench_smoke.py", "test_build_index.py", "test_a
 
 
 def pytest_collection_modifyitems(items):
-    """The FIRST files' tests first, in FIRST's order; every other test keeps its place after them."""
+    """The FIRST files' tests first, in FIRST's order; every other test keeps its place
+    after them."""
     place = {name: n for n, name in enumerate(FIRST)}
     items.sort(key=lambda item: place.get(item.path.name, len(FIRST)))
 
