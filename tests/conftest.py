@@ -29,6 +29,7 @@ from rag.ingest.formats.pdf import PDF_INSTALL  # noqa: E402
 
 FAKE_AXES = ["mailbox", "vpn", "drucker", "passwort"]
 
+
 def pytest_configure():
     """Several workers (scripts/test.sh runs two) share the cores: each llama.cpp process the tests
     start gets its share (LLAMA_ARG_THREADS; llama.cpp's default is a thread per core), so that the
