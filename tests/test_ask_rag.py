@@ -177,6 +177,23 @@ def test_an_answer_that_only_repeats_the_question_is_replaced_by_the_wiki_line(e
            f"die Zeile aus [{n}]" in audit.stdout, audit.stdout
 
 
+def test_a_refusal_in_the_models_own_words_is_the_refusal_everywhere(env):
+    question = "Wie groß ist die Quota einer Mailbox?"
+    worded = "Es gibt keine Angabe in den Quellen, wie groß die Quota einer Mailbox ist."
+    with FakeLlamaServer(answer=[worded[:20], worded[20:]]) as server:
+        shown = ask(env, server, "--no-floor", question)
+        out = load_json(ask(env, server, "--no-floor", "--json", question).stdout)
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout.startswith(worded + "\n→ Dazu habe ich keine Information.  (das Modell "
+                                   "schreibt selbst, dass die Quellen es nicht sagen; die Kandidaten:")
+    assert shown.stdout.count("\nVielleicht hilft: [") == 1
+    assert out["answer"] == "Dazu habe ich keine Information." and out["grounding"]["declined"]
+    assert out["grounding"]["answer"] == worded
+    audit = run_script("ask_rag.py", "--audit-show", "-1", env=env)
+    assert (f"Prüfung:   das Modell schreibt selbst, dass die Quellen es nicht sagen: „{worded}“ "
+            "– zurückgezogen") in audit.stdout, audit.stdout
+
+
 @pytest.mark.parametrize("args, said", [
     (["--no-floor"], ["Dazu habe ich", " keine Information."]),  # the model refuses
     (["--no-floor"], ["Es sind 2 GB", " [1]."]),  # the answer is withdrawn (see above)

@@ -22,7 +22,7 @@ ROOMS = [Source(1, "raeume.md", 0, "Räume › Schulungsraum",
                 "| Besprechungsraum Alster | 6 Plätze |", []),
          Source(3, "mail.md", 0, "Mail › Quota", "Jede Mailbox hat eine Quota von 2 GB.", [])]
 ROOM_QUESTION = "Wie viele Plätze hat der Schulungsraum?"
-ORDER = ["grounding", "echo", "support", "citations", "facts", "guard", "see_also"]
+ORDER = ["grounding", "declined", "echo", "support", "citations", "facts", "guard", "see_also"]
 
 
 def case(text, kind="fact", answered_by="model", question=ROOM_QUESTION):
@@ -46,6 +46,30 @@ def test_a_withdrawn_answer_is_the_text_every_later_check_reads():
     assert records["echo"].verdict == "ok" and found.text == NO_INFO  # no echo in the refusal
     assert records["citations"].evidence == {"cited": [], "valid": [], "unknown": []}
     assert pipeline.replaced(records.values())
+
+
+@pytest.mark.parametrize("kind", ["fact", "howto"])
+def test_a_refusal_in_the_models_words_is_the_refusal_with_its_candidates(kind):
+    worded = "Es gibt keine Angabe in den Quellen, wie viele Plätze der Schulungsraum hat."
+    found, result = case(worded, kind=kind), SimpleNamespace()
+    records = {r.name: r for r in pipeline.run(found)}
+    assert records["declined"].verdict == "withdrawn" and found.text == NO_INFO
+    assert records["declined"].evidence["answer"] == worded  # the model's words stay on record
+    assert len(records["see_also"].evidence) == 2  # "Vielleicht hilft": the best two sections
+    pipeline.fill(result, found)
+    assert result.grounding["declined"] and pipeline.replaced(records.values())
+
+
+@pytest.mark.parametrize("text, question", [
+    ("Der Schulungsraum hat 12 Plätze [1].", ROOM_QUESTION),
+    ("Es gibt keine Angabe, aber der Schulungsraum hat 12 Plätze.", ROOM_QUESTION),  # a fact more
+    ("Nein, der Beamer ist nicht im Schulungsraum enthalten.",  # answers a yes/no question
+     "Ist der Beamer im Schulungsraum enthalten?"),
+    ("In den Quellen steht nicht, wie viele Plätze er hat [1].", ROOM_QUESTION),  # cites
+])
+def test_an_answer_that_says_something_is_not_a_refusal(text, question):
+    records = {r.name: r for r in pipeline.run(case(text, question=question))}
+    assert records["declined"].verdict == "ok"
 
 
 def test_a_corrected_citation_changes_the_answer_but_does_not_replace_it():
@@ -76,6 +100,8 @@ SECTION_JUDGED = {"p_yes": 0.1, "threshold": 0.55, "refused": True,
                   "judged": [{"n": 2, "p_yes": 0.1}]}
 WITHDRAWN = {"facts": ["6 Plätze"], "why": "Anteil der Fragewörter 0.25 < 0.3", "refused": True}
 ECHO = {"echo": True, "why": "die Antwort wiederholt nur die Frage", "refused": False}
+DECLINED = {"declined": True, "why": "das Modell schreibt selbst, dass die Quellen es nicht sagen",
+            "refused": True}
 
 
 @pytest.mark.parametrize("fields, expected", [
@@ -96,6 +122,8 @@ ECHO = {"echo": True, "why": "die Antwort wiederholt nur die Frage", "refused": 
       "answerable": {"judged": [{"n": 2, "p_yes": 0.99}], "refused": False}},
      "Schritte wörtlich aus der Quelle übernommen, nicht vom Modell geschrieben; "
      "geprüft: [2] P(ja) 0.99"),
+    ({"grounding": DECLINED},
+     "das Modell schreibt selbst, dass die Quellen es nicht sagen; die Kandidaten:"),
     ({"guard": {"replaced": "kopiert entfernten Text"}},
      "Antwort ersetzt: kopiert entfernten Text; die Kandidaten:"),
     ({}, "das Modell fand die Antwort nicht in den Quellen; die Kandidaten:"),

@@ -2,7 +2,7 @@
 
     case = Case(question, text, "fact", "model", sources, vocab, masker, screen)
     run(case)
-    -> [Check("grounding", "ok", {…}), Check("echo", "ok"),
+    -> [Check("grounding", "ok", {…}), Check("declined", "ok"), Check("echo", "ok"),
         Check("support", "changed", {…}, text="… [2]."),
         Check("citations", "ok", {"cited": [2], "valid": [2], "unknown": []}),
         Check("facts", "ok", []), Check("guard", "ok", {…}),
@@ -11,6 +11,8 @@
 CHECKS is the order; each check reads the text the one before it left (rag/check/record.py):
     grounding  a fact answer whose facts stand only in passages about something else: withdrawn
                (grounding.py)
+    declined   an answer that says in the model's own words that the sources lack it: withdrawn
+               (declined.py)
     echo       a fact answer that only repeats the question: the wiki line instead, or withdrawn
                (echo.py)
     support    which source supports each statement; the model's [n] corrected to it (support.py)
@@ -21,11 +23,12 @@ CHECKS is the order; each check reads the text the one before it left (rag/check
 
 Does not handle: checks before the answer (the answerability check, rag/answer/answerable.py).
 """
-from rag.check import citations, echo, factcheck, grounding, guard, see_also, support
+from rag.check import (citations, declined, echo, factcheck, grounding, guard, see_also,
+                       support)
 from rag.check.record import Case, Check  # noqa: F401  (Case: what rag/core.py hands to run())
 
-CHECKS = (grounding.run, echo.run, support.run, citations.run, factcheck.run, guard.run,
-          see_also.run)
+CHECKS = (grounding.run, declined.run, echo.run, support.run, citations.run, factcheck.run,
+          guard.run, see_also.run)
 
 
 def run(case):
@@ -47,8 +50,9 @@ def fill(result, case):
     found = case.found
     result.text, result.answered_by = case.text, case.answered_by
     result.checks = list(found.values())
-    # an echo's record replaces the grounding's
-    result.grounding = found["echo"].evidence or found["grounding"].evidence
+    # a refusal's or an echo's record replaces the grounding's
+    result.grounding = (found["declined"].evidence or found["echo"].evidence
+                        or found["grounding"].evidence)
     result.citations, result.unsupported = found["citations"].evidence, found["facts"].evidence
     result.evidence = found["support"].evidence["evidence"]
     result.support = found["support"].evidence["statements"]

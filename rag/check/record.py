@@ -24,7 +24,7 @@ VERDICTS = ("ok", "warn", "changed", "withdrawn")
 
 @dataclasses.dataclass
 class Check:
-    name: str  # grounding | echo | support | citations | facts | guard | see_also
+    name: str  # grounding | declined | echo | support | citations | facts | guard | see_also
     verdict: str  # one of VERDICTS
     evidence: object = None  # what the check found, as JSON data (None: it did not apply)
     text: str = None  # the new answer text when the check changed it; None: unchanged

@@ -33,6 +33,8 @@ def why(result):
     if a.get("refused"):
         return (f"das Antwortmodell sieht die Frage in den Quellen nicht beantwortet: "
                 f"P(ja) {a['p_yes']:.2f} < {a['threshold']}{CANDIDATES}")
+    if g.get("declined"):  # rag/check/declined.py
+        return g["why"] + CANDIDATES
     if g.get("echo"):  # rag/check/echo.py
         if result.answered_by == "line":
             return g["why"] + "; Zeile wörtlich aus der Quelle, nicht vom Modell geschrieben"

@@ -106,7 +106,7 @@ def show(path, number):
                      + (", je Abschnitt)" if judged else ")")
                      + (" – abgelehnt" if a["refused"] else ""))
     g = e.get("grounding")
-    if g and g.get("echo"):  # rag/check/echo.py
+    if g and (g.get("echo") or g.get("declined")):  # rag/check/echo.py, declined.py
         lines.append(f"Prüfung:   {g['why']}"
                      + (f": „{g['answer']}“" if g.get("answer") else "")
                      + (f" – ersetzt durch die Zeile aus [{g['line']}]" if g.get("line")
