@@ -288,3 +288,28 @@ def test_a_refusal_shows_only_the_refusal_its_reason_and_the_runners_up(
     assert reason.is_displayed()
     assert "Modell fand die Antwort nicht in den Quellen; die Kandidaten:" in reason.text
     assert runners_up.is_displayed() and runners_up.text.startswith("Vielleicht hilft: [1] ")
+
+
+def test_a_section_accepted_only_just_is_a_doubt_not_a_tick(
+        browser_parts, driver, fake_embedding, small_wiki, tmp_path):
+    """The model accepts the printed section with P(ja) 0.6, under the model's sure mark: the
+    reason under the answer is a warning ("⚠ … knapp …"), not a green tick."""
+    import json
+    from fake_server import GEMMA_TEMPLATE, MODEL_PATH, FakeLlamaServer
+    from selenium.webdriver.common.by import By
+    write_wiki(small_wiki, {"mail/postfach-anlegen.md": MARKDOWN_PAGE})
+    assert run_script("build_index.py", "--wiki", small_wiki, env=fake_embedding).returncode == 0
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    (cache / "answerable.json").write_text(json.dumps({Path(MODEL_PATH).name: {
+        "threshold": 0.5, "section_threshold": 0.5, "section_sure": 0.7}}), encoding="utf-8")
+    env = {**os.environ, **fake_embedding, "RAG_STEPS": "source", "RAG_SERVE_KEY": "",
+           "RAG_CACHE": str(cache)}
+    with FakeLlamaServer(template=GEMMA_TEMPLATE, p_yes=0.6) as fake, \
+            Serving({**env, "LLAMA_SERVER_URL": fake.url}) as server:
+        driver.get(server.url + "/")
+        assert ask(driver, "Wie lege ich mit cyradm ein Postfach an?").startswith("Fertig")
+        first = driver.find_elements(By.CSS_SELECTOR, "#pruefungen li")[0]
+        shown, kind = first.text, first.get_attribute("class")
+    assert shown.startswith("⚠ Schritte wörtlich aus der Quelle") and kind == "hinweis", shown
+    assert shown.endswith("P(ja) 0.60 – knapp: der Abschnitt beantwortet die Frage vielleicht nicht")

@@ -122,6 +122,10 @@ DECLINED = {"declined": True, "why": "das Modell schreibt selbst, dass die Quell
       "answerable": {"judged": [{"n": 2, "p_yes": 0.99}], "refused": False}},
      "Schritte wörtlich aus der Quelle übernommen, nicht vom Modell geschrieben; "
      "geprüft: [2] P(ja) 0.99"),
+    ({"text": "Laut Quelle [2]:\n1. Anmelden.", "answered_by": "source",
+      "answerable": {"judged": [{"n": 2, "p_yes": 0.59}], "refused": False, "close": True}},
+     "Schritte wörtlich aus der Quelle übernommen, nicht vom Modell geschrieben; "
+     "geprüft: [2] P(ja) 0.59 – knapp: der Abschnitt beantwortet die Frage vielleicht nicht"),
     ({"grounding": DECLINED},
      "das Modell schreibt selbst, dass die Quellen es nicht sagen; die Kandidaten:"),
     ({"guard": {"replaced": "kopiert entfernten Text"}},

@@ -435,6 +435,20 @@ def test_with_a_section_threshold_the_check_reads_only_the_finalist_it_judges(pr
     assert done.timings["read_before_first_token"] == sum(prompt_tokens(c["body"]) for c in checks)
 
 
+@pytest.mark.parametrize("sure, close", [(0.95, True), (0.5, False), (None, False)])
+def test_a_section_accepted_only_just_is_printed_with_a_doubt(procedure_settings, monkeypatch, sure,
+                                                             close):
+    from rag.answer import answerable
+    monkeypatch.setattr(answerable, "section_threshold", lambda model, path=None: 0.5)
+    monkeypatch.setattr(answerable, "section_sure", lambda model, path=None: sure)
+    procedure_settings.answer_threshold = 0.5
+    with checking_server() as server:  # P(ja) 0.9
+        procedure_settings.server = server.url
+        done = list(core.ask("Wie lege ich mit cyradm eine Mailbox an?", procedure_settings))[-1].data
+    assert done.answered_by == "source" and done.answerable["close"] is close
+    assert done.why.endswith("vielleicht nicht") is close
+
+
 def test_a_judged_how_to_answer_says_it_checks_the_section(procedure_settings, monkeypatch):
     from rag.answer import answerable
     from rag.doors import terminal

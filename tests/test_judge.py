@@ -103,3 +103,13 @@ def test_without_a_threshold_nothing_is_asked():
     sources = [source("a.md", "A › B", "1. Eins.\n2. Zwei.")]
     verdict = judge.pick(sources, [0], lambda s: pytest.fail("asked"), None)
     assert verdict == judge.Verdict(0, [], False)
+
+
+@pytest.mark.parametrize("verdict, close", [
+    (judge.Verdict(0, [{"n": 1, "p_yes": 0.59}], False), True),   # accepted, but only just
+    (judge.Verdict(1, [{"n": 1, "p_yes": 0.2}, {"n": 2, "p_yes": 0.93}], False), False),
+    (judge.Verdict(None, [{"n": 1, "p_yes": 0.1}], True), False),  # refused: nothing printed
+    (judge.Verdict(0, [{"n": 1, "p_yes": None}], False), False)])  # no logprobs: no P(ja)
+def test_a_section_accepted_under_the_sure_mark_is_close(verdict, close):
+    assert judge.as_answerable(verdict, 0.55, sure=0.7)["close"] is close
+    assert judge.as_answerable(verdict, 0.55)["close"] is False  # no sure mark for this model

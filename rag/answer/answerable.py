@@ -144,6 +144,12 @@ def section_threshold(model, path=None):
     return measured(path).get(model or "", {}).get("section_threshold")
 
 
+def section_sure(model, path=None):
+    """The P(ja) below which a section the check accepted is printed with a doubt ("knapp",
+    rag/check/why.py), measured per answer model (rag/tuned.toml); None: no doubt is shown."""
+    return measured(path).get(model or "", {}).get("section_sure")
+
+
 def store(model, entry, path=None):
     """Write the measured entry of one answer model into stored_path(path) (its other models stay);
     the path.

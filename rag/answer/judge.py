@@ -70,14 +70,18 @@ def pick(sources, order, ask_p, threshold):
     return Verdict(None, judged, True)
 
 
-def as_answerable(verdict, threshold):
+def as_answerable(verdict, threshold, sure=None):
     """What the Answer keeps of a verdict (`--json` "answerable"): the first P(ja) and every
-    finalist's.
+    finalist's; "close" when the printed section was accepted with a P(ja) under `sure`
+    (answerable.section_sure: the reader is told it may not answer the question).
     Example: Verdict(None, [{"n": 2, "p_yes": 0.1}], True), 0.5
              -> {"p_yes": 0.1, "threshold": 0.5, "refused": True,
-                 "judged": [{"n": 2, "p_yes": 0.1}], "on": "section"}"""
+                 "judged": [{"n": 2, "p_yes": 0.1}], "on": "section", "close": False}
+             Verdict(1, [{"n": 2, "p_yes": 0.59}], False), 0.55, sure=0.7 -> {…, "close": True}"""
+    accepted = verdict.judged[-1]["p_yes"] if verdict.judged and not verdict.refused else None
     return {"p_yes": verdict.judged[0]["p_yes"] if verdict.judged else None, "threshold": threshold,
-            "refused": verdict.refused, "judged": verdict.judged, "on": "section"}
+            "refused": verdict.refused, "judged": verdict.judged, "on": "section",
+            "close": bool(sure) and accepted is not None and accepted < sure}
 
 
 def verbatim(question, guarded, choice, settings, result, screen, limit, read, started):
@@ -93,7 +97,7 @@ def verbatim(question, guarded, choice, settings, result, screen, limit, read, s
                                               settings.api_key, settings.llm_model_name,
                                               read=read),
                    limit)
-    result.answerable = as_answerable(verdict, limit)
+    result.answerable = as_answerable(verdict, limit, answerable.section_sure(result.model))
     result.timings.update(check_s=round(time.monotonic() - started, 3),
                           read_before_first_token=llm.total_read(read))
     if verdict.refused:

@@ -17,6 +17,8 @@ from rag.answer.prompt import NO_INFO
 
 CANDIDATES = "; die Kandidaten:"  # the sources follow the refusal
 VERBATIM = "Schritte wörtlich aus der Quelle übernommen, nicht vom Modell geschrieben"
+# the section was accepted, but only just (rag/answer/judge.py as_answerable "close")
+CLOSE = " – knapp: der Abschnitt beantwortet die Frage vielleicht nicht"
 
 
 def why(result):
@@ -45,7 +47,8 @@ def why(result):
     if (result.guard or {}).get("replaced"):  # rag/check/guard.py
         return f"Antwort ersetzt: {result.guard['replaced']}{CANDIDATES}"
     if result.answered_by == "source":
-        return VERBATIM + (f"; geprüft: {judged_line(a)}" if a.get("judged") else "")
+        return (VERBATIM + (f"; geprüft: {judged_line(a)}" if a.get("judged") else "")
+                + (CLOSE if a.get("close") else ""))
     if result.text.strip() == NO_INFO:
         return "das Modell fand die Antwort nicht in den Quellen" + CANDIDATES
     return None
