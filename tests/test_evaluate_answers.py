@@ -35,6 +35,16 @@ def test_rescore_reports_kinds_supported_citations_and_refusals_by_the_check(tmp
     assert "| davor gelesene Prompt-Tokens (alle Aufrufe, ohne Prompt-Cache), Median | 556 | – | – |" in lines  # 700, 412
 
 
+@pytest.mark.parametrize("grounding, by", [
+    ({"refused": True, "facts": ["6 Plätze"]}, "grounding"),  # rag/check/grounding.py withdrew it
+    ({"refused": True, "declined": True}, "model"),  # the model refused in its own words
+])
+def test_a_withdrawn_answer_is_counted_for_who_refused_it(grounding, by):
+    from eval.measure.answers import score
+    row = {**ROWS[2], "answer": "Dazu habe ich keine Information.", "grounding": grounding}
+    assert score(dict(row))["refused_by"] == by
+
+
 def test_a_row_keeps_the_tokens_read_before_the_first_token_and_none_stays_unknown():
     from eval.measure.answers import judge_answer
     item = {"question": "Welche Kündigungsfrist?", "facts": [["3 Monate"]]}
