@@ -100,8 +100,7 @@ SECTION_JUDGED = {"p_yes": 0.1, "threshold": 0.55, "refused": True,
                   "judged": [{"n": 2, "p_yes": 0.1}]}
 WITHDRAWN = {"facts": ["6 Plätze"], "why": "Anteil der Fragewörter 0.25 < 0.3", "refused": True}
 ECHO = {"echo": True, "why": "die Antwort wiederholt nur die Frage", "refused": False}
-DECLINED = {"declined": True, "why": "das Modell schreibt selbst, dass die Quellen es nicht sagen",
-            "refused": True}
+DECLINED = {"declined": True, "why": "das Modell schreibt selbst, dass die Quellen es nicht sagen"}
 
 
 @pytest.mark.parametrize("fields, expected", [

@@ -37,7 +37,7 @@ def test_rescore_reports_kinds_supported_citations_and_refusals_by_the_check(tmp
 
 @pytest.mark.parametrize("grounding, by", [
     ({"refused": True, "facts": ["6 Plätze"]}, "grounding"),  # rag/check/grounding.py withdrew it
-    ({"refused": True, "declined": True}, "model"),  # the model refused in its own words
+    ({"declined": True, "why": "…", "answer": "Es gibt keine Angabe …"}, "model"),  # its own words
 ])
 def test_a_withdrawn_answer_is_counted_for_who_refused_it(grounding, by):
     from eval.measure.answers import score

@@ -141,9 +141,8 @@ def score(row):
     text, called = row["answer"], row.get("llm_called", row.get("refused_by") != "floor")
     checked = (row.get("answerable") or {}).get("refused")
     # rag/check/grounding.py: a fact said of something else (a refusal the model worded itself,
-    # rag/check/declined.py, is the model's: its text is the refusal)
-    grounded = row.get("grounding") or {}
-    withdrawn = grounded.get("refused") and not grounded.get("declined")
+    # rag/check/declined.py, has no "refused": its text is the model's refusal)
+    withdrawn = (row.get("grounding") or {}).get("refused")
     refused = not row["error"] and (not called or checked or withdrawn or is_refusal(text))
     by = None if not refused else ("floor" if not called else "check" if checked else "grounding" if withdrawn
                                    else "model")

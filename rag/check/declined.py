@@ -59,5 +59,5 @@ def run(case):
     becomes the refusal ("withdrawn"); evidence {"declined": True, "why", "answer" (masked)}."""
     if not (case.by_model and declines(case.question, case.text)):
         return Check("declined", "ok")
-    record = {"declined": True, "refused": True, "why": WHY, "answer": case.masker.mask(case.text)}
+    record = {"declined": True, "why": WHY, "answer": case.masker.mask(case.text)}
     return Check("declined", "withdrawn", record, text=NO_INFO)
